@@ -1,0 +1,123 @@
+#pragma once
+// Element types: DLPack's DLDataType, spelled the way TVM writes it in graph JSON.
+
+#include <dlpack/dlpack.h>
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "error.hpp"
+
+namespace gexec {
+
+/// Type codes TVM v0.19 uses beyond DLPack 0.6's (its float8 codes differ from DLPack 1.x).
+inline constexpr std::uint8_t tvm_float8_e4m3_code = 6;
+inline constexpr std::uint8_t tvm_float8_e5m2_code = 7;
+
+constexpr bool same_dtype(DLDataType a, DLDataType b) noexcept {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+/// True for the element types TVM's graph executor stores: int/uint 8-64, int4/uint4,
+/// bool (uint1), float 16-64, bfloat16, TVM's float8 codes; any lane count >= 1.
+constexpr bool is_supported(DLDataType t) noexcept {
+  if (t.lanes == 0) return false;
+  switch (t.code) {
+    case kDLInt: return t.bits == 4 || t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64;
+    case kDLUInt: return t.bits == 1 || t.bits == 4 || t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64;
+    case kDLFloat: return t.bits == 16 || t.bits == 32 || t.bits == 64;
+    case kDLBfloat: return t.bits == 16;
+    case tvm_float8_e4m3_code:
+    case tvm_float8_e5m2_code: return t.bits == 8;
+    default: return false;
+  }
+}
+
+/// Bytes one element occupies in memory: bool and 4-bit types take a whole byte, as in TVM.
+constexpr std::uint64_t element_bytes(DLDataType t) noexcept {
+  return (static_cast<std::uint64_t>(t.bits) * t.lanes + 7) / 8;
+}
+
+/// "float32", "int8", "bool", "float32x4", ... as TVM prints it.
+inline std::string to_string(DLDataType t) {
+  if (t.code == kDLUInt && t.bits == 1 && t.lanes == 1) return "bool";
+  std::string s;
+  switch (t.code) {
+    case kDLInt: s = "int"; break;
+    case kDLUInt: s = "uint"; break;
+    case kDLFloat: s = "float"; break;
+    case kDLBfloat: s = "bfloat"; break;
+    case tvm_float8_e4m3_code: s = "e4m3_float"; break;
+    case tvm_float8_e5m2_code: s = "e5m2_float"; break;
+    default: s = "code" + std::to_string(t.code) + "_"; break;
+  }
+  s += std::to_string(t.bits);
+  if (t.lanes > 1) s += "x" + std::to_string(t.lanes);
+  return s;
+}
+
+/// Parses a dtype string; std::nullopt for anything TVM's graph executor would not store.
+inline std::optional<DLDataType> try_parse_dtype(std::string_view s) noexcept {
+  if (s == "bool") return DLDataType{kDLUInt, 1, 1};
+  constexpr std::pair<std::string_view, std::uint8_t> prefixes[] = {
+      {"uint", kDLUInt}, {"int", kDLInt}, {"float", kDLFloat}, {"bfloat", kDLBfloat},
+      {"e4m3_float", tvm_float8_e4m3_code}, {"e5m2_float", tvm_float8_e5m2_code}};
+  for (auto [prefix, code] : prefixes) {
+    if (!s.starts_with(prefix)) continue;
+    const char* p = s.data() + prefix.size();
+    const char* end = s.data() + s.size();
+    unsigned bits = 0, lanes = 1;
+    auto [after_bits, ec] = std::from_chars(p, end, bits);
+    if (ec != std::errc{} || after_bits == p || bits > 255) return std::nullopt;
+    if (after_bits != end) {
+      if (*after_bits != 'x') return std::nullopt;
+      auto [after_lanes, ec2] = std::from_chars(after_bits + 1, end, lanes);
+      if (ec2 != std::errc{} || after_lanes != end || after_lanes == after_bits + 1 || lanes > 65535)
+        return std::nullopt;
+    }
+    DLDataType t{code, static_cast<std::uint8_t>(bits), static_cast<std::uint16_t>(lanes)};
+    return is_supported(t) ? std::optional(t) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// Parses a dtype string, throwing gexec::error(errc::invalid_dtype) for unknown ones.
+inline DLDataType parse_dtype(std::string_view s) {
+  if (auto t = try_parse_dtype(s)) return *t;
+  throw error(errc::invalid_dtype, "unknown dtype \"" + std::string(s) + "\"");
+}
+
+/// Named dtypes for C++ callers.
+namespace dtypes {
+inline constexpr DLDataType boolean{kDLUInt, 1, 1};
+inline constexpr DLDataType int4{kDLInt, 4, 1};
+inline constexpr DLDataType uint4{kDLUInt, 4, 1};
+inline constexpr DLDataType int8{kDLInt, 8, 1};
+inline constexpr DLDataType int16{kDLInt, 16, 1};
+inline constexpr DLDataType int32{kDLInt, 32, 1};
+inline constexpr DLDataType int64{kDLInt, 64, 1};
+inline constexpr DLDataType uint8{kDLUInt, 8, 1};
+inline constexpr DLDataType uint16{kDLUInt, 16, 1};
+inline constexpr DLDataType uint32{kDLUInt, 32, 1};
+inline constexpr DLDataType uint64{kDLUInt, 64, 1};
+inline constexpr DLDataType float16{kDLFloat, 16, 1};
+inline constexpr DLDataType bfloat16{kDLBfloat, 16, 1};
+inline constexpr DLDataType float32{kDLFloat, 32, 1};
+inline constexpr DLDataType float64{kDLFloat, 64, 1};
+}  // namespace dtypes
+
+/// The dtype of a C++ arithmetic type, for typed access to tensors.
+template <class T>
+constexpr DLDataType dtype_of() noexcept {
+  if constexpr (std::is_same_v<T, bool>) return dtypes::boolean;
+  else if constexpr (std::is_floating_point_v<T>) return {kDLFloat, sizeof(T) * 8, 1};
+  else if constexpr (std::is_signed_v<T>) return {kDLInt, sizeof(T) * 8, 1};
+  else return {kDLUInt, sizeof(T) * 8, 1};
+}
+
+}  // namespace gexec

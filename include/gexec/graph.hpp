@@ -1,0 +1,438 @@
+#pragma once
+// The graph: TVM's graph-executor JSON as plain C++ data. parse_graph() reads and
+// validates it completely, so everything after load can trust every index in it;
+// to_json() writes it back in the form TVM v0.19 reads.
+
+#include <dlpack/dlpack.h>
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "detail/json_reader.hpp"
+#include "detail/shape.hpp"
+#include "device.hpp"
+#include "dtype.hpp"
+#include "error.hpp"
+
+namespace gexec {
+
+/// One output of one node: [node_id, index, version] in the JSON.
+struct node_entry {
+  std::uint32_t node_id = 0;
+  std::uint32_t index = 0;
+  std::uint32_t version = 0;
+  friend bool operator==(const node_entry&, const node_entry&) = default;
+};
+
+struct node {
+  std::string op;  ///< "null" (graph input or parameter) or "tvm_op" (a kernel call)
+  std::string name;
+  std::vector<node_entry> inputs;
+  bool has_attrs = false;  ///< whether the JSON had "attrs"/"attr" (tvm_op nodes always do)
+  std::string func_name;   ///< kernel symbol; "__nop" aliases, "__copy" copies across devices
+  std::uint32_t num_inputs = 0;
+  std::uint32_t num_outputs = 1;
+  bool flatten_data = false;
+  std::vector<std::pair<std::string, std::string>> extra_attrs;  ///< other attrs, in file order
+  std::vector<std::uint32_t> control_deps;
+
+  [[nodiscard]] bool is_op() const noexcept { return op == "tvm_op"; }
+};
+
+/// Per-entry attributes; entry e belongs to node n when node_row_ptr[n] <= e < node_row_ptr[n+1].
+struct graph_attrs {
+  std::vector<std::vector<std::int64_t>> shape;
+  std::vector<DLDataType> dltype;
+  std::vector<std::int32_t> storage_id;
+  std::vector<std::int32_t> device_index;   ///< DLDeviceType per entry; empty: all on the first device
+  std::vector<std::string> storage_scope;   ///< empty when absent
+};
+
+struct graph {
+  std::vector<node> nodes;
+  std::vector<std::uint32_t> arg_nodes;
+  std::vector<node_entry> heads;
+  std::vector<std::uint32_t> node_row_ptr;
+  graph_attrs attrs;
+  std::string metadata;  ///< the raw JSON of "metadata", empty when absent
+
+  [[nodiscard]] std::size_t num_entries() const noexcept { return node_row_ptr.empty() ? 0 : node_row_ptr.back(); }
+  [[nodiscard]] std::uint32_t entry_id(std::uint32_t node_id, std::uint32_t index) const {
+    return node_row_ptr[node_id] + index;
+  }
+  [[nodiscard]] std::uint32_t entry_id(const node_entry& e) const { return entry_id(e.node_id, e.index); }
+};
+
+/// Throws gexec::error(errc::invalid_graph) naming the first inconsistency: every index
+/// in range, inputs only from earlier nodes, row pointers matching num_outputs, one
+/// attribute per entry, supported dtypes, shapes non-negative with sizes that do not overflow.
+inline void validate(const graph& g) {
+  using detail::json_fail;
+  const detail::json_path root;
+  const auto nodes_at = root / "nodes";
+  const auto n_nodes = g.nodes.size();
+
+  const auto row_at = root / "node_row_ptr";
+  if (g.node_row_ptr.size() != n_nodes + 1)
+    json_fail(row_at, "has " + std::to_string(g.node_row_ptr.size()) + " elements, expected " +
+                          std::to_string(n_nodes + 1) + " (one more than the node count)");
+  if (g.node_row_ptr[0] != 0) json_fail(row_at[0], "is " + std::to_string(g.node_row_ptr[0]) + ", expected 0");
+  for (std::size_t i = 0; i < n_nodes; ++i) {
+    const node& n = g.nodes[i];
+    const auto at = nodes_at[i];
+    std::uint64_t expected = std::uint64_t{g.node_row_ptr[i]} + n.num_outputs;
+    if (g.node_row_ptr[i + 1] != expected)
+      json_fail(row_at[i + 1], "is " + std::to_string(g.node_row_ptr[i + 1]) + ", expected " + std::to_string(expected) +
+                                   " (node " + std::to_string(i) + " has " + std::to_string(n.num_outputs) + " outputs)");
+    if (n.op == "null") {
+      if (!n.inputs.empty()) json_fail(at / "inputs", "a \"null\" node takes no inputs");
+      if (n.num_outputs != 1) json_fail(at / "attrs" / "num_outputs", "a \"null\" node has exactly 1 output");
+    } else if (n.op == "tvm_op") {
+      if (!n.has_attrs) json_fail(at, "tvm_op node \"" + n.name + "\" has no attrs");
+      if (n.func_name.empty()) json_fail(at / "attrs" / "func_name", "is empty");
+      if (n.num_inputs != n.inputs.size())
+        json_fail(at / "attrs" / "num_inputs", "is " + std::to_string(n.num_inputs) + " but the node has " +
+                                                   std::to_string(n.inputs.size()) + " inputs");
+      if (n.num_outputs == 0) json_fail(at / "attrs" / "num_outputs", "is 0; a kernel has at least one output");
+      if (n.func_name == "__copy" && (n.inputs.size() != 1 || n.num_outputs != 1))
+        json_fail(at, "__copy node \"" + n.name + "\" must have 1 input and 1 output");
+    } else {
+      json_fail(at / "op", "unknown op \"" + n.op + "\" (expected \"null\" or \"tvm_op\")");
+    }
+    for (std::size_t j = 0; j < n.inputs.size(); ++j) {
+      const node_entry& e = n.inputs[j];
+      if (e.node_id >= i)
+        json_fail((at / "inputs")[j], "refers to node " + std::to_string(e.node_id) + ", which does not come before node " +
+                                       std::to_string(i));
+      if (e.index >= g.nodes[e.node_id].num_outputs)
+        json_fail((at / "inputs")[j], "output " + std::to_string(e.index) + " of node " + std::to_string(e.node_id) +
+                                       ", which has " + std::to_string(g.nodes[e.node_id].num_outputs) + " outputs");
+    }
+    for (std::size_t j = 0; j < n.control_deps.size(); ++j)
+      if (n.control_deps[j] >= n_nodes)
+        json_fail((at / "control_deps")[j], "node " + std::to_string(n.control_deps[j]) + " out of range (" +
+                                             std::to_string(n_nodes) + " nodes)");
+  }
+
+  std::unordered_map<std::string_view, std::size_t> arg_names;
+  const auto args_at = root / "arg_nodes";
+  const auto heads_at = root / "heads";
+  for (std::size_t k = 0; k < g.arg_nodes.size(); ++k) {
+    std::uint32_t nid = g.arg_nodes[k];
+    const auto at = args_at[k];
+    if (nid >= n_nodes) json_fail(at, "node " + std::to_string(nid) + " out of range (" + std::to_string(n_nodes) + " nodes)");
+    if (g.nodes[nid].op != "null") json_fail(at, "node " + std::to_string(nid) + " (\"" + g.nodes[nid].name + "\") is not a \"null\" node");
+    auto [it, fresh] = arg_names.emplace(g.nodes[nid].name, k);
+    if (!fresh) json_fail(at, "name \"" + g.nodes[nid].name + "\" is already used by arg_nodes[" + std::to_string(it->second) + "]");
+  }
+  for (std::size_t k = 0; k < g.heads.size(); ++k) {
+    const node_entry& e = g.heads[k];
+    const auto at = heads_at[k];
+    if (e.node_id >= n_nodes) json_fail(at, "node " + std::to_string(e.node_id) + " out of range (" + std::to_string(n_nodes) + " nodes)");
+    if (e.index >= g.nodes[e.node_id].num_outputs)
+      json_fail(at, "output " + std::to_string(e.index) + " of node " + std::to_string(e.node_id) + ", which has " +
+                        std::to_string(g.nodes[e.node_id].num_outputs) + " outputs");
+  }
+
+  const std::size_t n_entries = g.num_entries();
+  const auto attrs_at = root / "attrs";
+  // Graph attributes are ["type", [values...]]; paths point into the values.
+  // Paths are linked frames: every parent must be a named local that outlives its children.
+  const auto shape_key = attrs_at / "shape", dltype_key = attrs_at / "dltype";
+  const auto storage_key = attrs_at / "storage_id", device_key = attrs_at / "device_index";
+  const auto shape_at = shape_key[1], dltype_at = dltype_key[1];
+  const auto storage_at = storage_key[1], device_at = device_key[1];
+  auto check_length = [&](std::size_t size, std::string_view key, bool optional) {
+    if (optional && size == 0) return;
+    const auto key_at = attrs_at / key;
+    if (size != n_entries)
+      json_fail(key_at[1], "has " + std::to_string(size) + " elements, expected one per entry (" + std::to_string(n_entries) + ")");
+  };
+  check_length(g.attrs.shape.size(), "shape", false);
+  check_length(g.attrs.dltype.size(), "dltype", false);
+  check_length(g.attrs.storage_id.size(), "storage_id", false);
+  check_length(g.attrs.device_index.size(), "device_index", true);
+  check_length(g.attrs.storage_scope.size(), "storage_scope", true);
+
+  // First entry seen per storage id, to check that a storage is not split across devices.
+  std::vector<std::int64_t> first_entry_of_storage(n_entries, -1);
+  for (std::size_t e = 0; e < n_entries; ++e) {
+    const auto& shape = g.attrs.shape[e];
+    for (std::size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] < 0) json_fail(shape_at[e][d], "dimension " + std::to_string(shape[d]) + " is negative");
+    if (!is_supported(g.attrs.dltype[e]))
+      json_fail(dltype_at[e], "unsupported dtype " + to_string(g.attrs.dltype[e]));
+    if (!detail::checked_byte_size(shape, g.attrs.dltype[e]))
+      json_fail(shape_at[e], "shape " + detail::shape_to_string(shape) + " of " + to_string(g.attrs.dltype[e]) +
+                                             " overflows the addressable size");
+    std::int32_t sid = g.attrs.storage_id[e];
+    if (sid < 0 || static_cast<std::size_t>(sid) >= n_entries)
+      json_fail(storage_at[e], "storage id " + std::to_string(sid) + " out of range [0, " +
+                                                  std::to_string(n_entries) + ")");
+    if (!g.attrs.device_index.empty()) {
+      std::int32_t dev = g.attrs.device_index[e];
+      if (dev <= 0 || dev > 64) json_fail(device_at[e], "device type " + std::to_string(dev) + " is not a DLDeviceType");
+      std::int64_t& first = first_entry_of_storage[static_cast<std::size_t>(sid)];
+      if (first < 0) {
+        first = static_cast<std::int64_t>(e);
+      } else if (g.attrs.device_index[static_cast<std::size_t>(first)] != dev) {
+        json_fail(device_at[e], "entry " + std::to_string(e) + " is on " + device_type_name(dev) +
+                                                      " but shares storage " + std::to_string(sid) + " with entry " +
+                                                      std::to_string(first) + " on " +
+                                                      device_type_name(g.attrs.device_index[static_cast<std::size_t>(first)]));
+      }
+    }
+  }
+}
+
+namespace detail {
+
+inline node_entry read_node_entry(const boost::json::value& v, const json_path& at) {
+  const auto& a = json_array(v, at);
+  if (a.size() != 2 && a.size() != 3) json_fail(at, "expected [node, index] or [node, index, version], got " + json_excerpt(v));
+  return {json_u32(a[0], at[0]), json_u32(a[1], at[1]), a.size() == 3 ? json_u32(a[2], at[2]) : 0};
+}
+
+inline void read_node_attrs(node& n, const boost::json::value& v, const json_path& at) {
+  n.has_attrs = true;
+  unsigned seen = 0;
+  for (const auto& [key, value] : json_object(v, at)) {
+    const auto kat = at / key;
+    if (key == "func_name") {
+      n.func_name = json_string(value, kat);
+      seen |= 1;
+    } else if (key == "num_inputs") {
+      n.num_inputs = json_u32_string(value, kat);
+      seen |= 2;
+    } else if (key == "num_outputs") {
+      n.num_outputs = json_u32_string(value, kat);
+      seen |= 4;
+    } else if (key == "flatten_data") {
+      n.flatten_data = json_u32_string(value, kat) != 0;
+      seen |= 8;
+    } else {
+      // TVM keeps other attributes as strings; keep anything else verbatim as JSON text.
+      n.extra_attrs.emplace_back(key, value.is_string() ? std::string(value.get_string()) : boost::json::serialize(value));
+    }
+  }
+  constexpr const char* required[] = {"func_name", "num_inputs", "num_outputs", "flatten_data"};
+  for (unsigned bit = 0; bit < 4; ++bit)
+    if (!(seen & (1u << bit))) json_fail(at, std::string("missing \"") + required[bit] + "\"");
+}
+
+inline node read_node(const boost::json::value& v, const json_path& at) {
+  node n;
+  unsigned seen = 0;
+  for (const auto& [key, value] : json_object(v, at)) {
+    const auto kat = at / key;
+    if (key == "op") {
+      n.op = json_string(value, kat);
+      seen |= 1;
+    } else if (key == "name") {
+      n.name = json_string(value, kat);
+      seen |= 2;
+    } else if (key == "inputs") {
+      const auto& a = json_array(value, kat);
+      n.inputs.reserve(a.size());
+      for (std::size_t j = 0; j < a.size(); ++j) n.inputs.push_back(read_node_entry(a[j], kat[j]));
+      seen |= 4;
+    } else if (key == "attrs" || key == "attr") {
+      read_node_attrs(n, value, kat);
+    } else if (key == "control_deps") {
+      const auto& a = json_array(value, kat);
+      for (std::size_t j = 0; j < a.size(); ++j) n.control_deps.push_back(json_u32(a[j], kat[j]));
+    } else {
+      json_fail(kat, "unknown node key");
+    }
+  }
+  if (!(seen & 1)) json_fail(at, "missing \"op\"");
+  if (!(seen & 2)) json_fail(at, "missing \"name\"");
+  if (!(seen & 4)) json_fail(at, "missing \"inputs\"");
+  if (!n.is_op() && !n.has_attrs) n.num_outputs = 1;
+  return n;
+}
+
+/// A graph attribute is ["type", value]; returns value after checking the type tag.
+inline const boost::json::value& typed_attr(const boost::json::value& v, const json_path& at, std::string_view type) {
+  const auto& a = json_array(v, at);
+  if (a.size() != 2) json_fail(at, "expected [\"" + std::string(type) + "\", value], got " + json_excerpt(v));
+  std::string_view tag = json_string(a[0], at[0]);
+  if (tag != type) json_fail(at[0], "expected \"" + std::string(type) + "\", got \"" + std::string(tag) + "\"");
+  return a[1];
+}
+
+template <class F>
+void for_each_element(const boost::json::value& v, const json_path& at, F&& f) {
+  const auto& a = json_array(v, at);
+  for (std::size_t i = 0; i < a.size(); ++i) f(a[i], at[i]);
+}
+
+inline void read_graph_attrs(graph_attrs& attrs, const boost::json::value& v, const json_path& at) {
+  unsigned seen = 0;
+  for (const auto& [key, value] : json_object(v, at)) {
+    const auto kat = at / key;
+    const auto vat = kat[1];
+    if (key == "shape") {
+      for_each_element(typed_attr(value, kat, "list_shape"), vat, [&](const auto& s, const json_path& sat) {
+        auto& shape = attrs.shape.emplace_back();
+        for_each_element(s, sat, [&](const auto& d, const json_path& dat) {
+          shape.push_back(json_int(d, dat, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()));
+        });
+      });
+      seen |= 1;
+    } else if (key == "dltype") {
+      for_each_element(typed_attr(value, kat, "list_str"), vat, [&](const auto& s, const json_path& sat) {
+        std::string_view name = json_string(s, sat);
+        auto t = try_parse_dtype(name);
+        if (!t) json_fail(sat, "unknown dtype \"" + std::string(name) + "\"");
+        attrs.dltype.push_back(*t);
+      });
+      seen |= 2;
+    } else if (key == "storage_id") {
+      for_each_element(typed_attr(value, kat, "list_int"), vat, [&](const auto& s, const json_path& sat) {
+        attrs.storage_id.push_back(static_cast<std::int32_t>(json_int(s, sat, INT32_MIN, INT32_MAX)));
+      });
+      seen |= 4;
+    } else if (key == "device_index") {
+      for_each_element(typed_attr(value, kat, "list_int"), vat, [&](const auto& s, const json_path& sat) {
+        attrs.device_index.push_back(static_cast<std::int32_t>(json_int(s, sat, INT32_MIN, INT32_MAX)));
+      });
+    } else if (key == "storage_scope") {
+      for_each_element(typed_attr(value, kat, "list_str"), vat, [&](const auto& s, const json_path& sat) {
+        attrs.storage_scope.emplace_back(json_string(s, sat));
+      });
+    } else {
+      // TVM skips other list_int and size_t attributes and rejects anything else.
+      const auto& a = json_array(value, kat);
+      std::string_view tag = a.empty() ? std::string_view() : json_string(a[0], kat[0]);
+      if (a.size() != 2 || (tag != "list_int" && tag != "size_t"))
+        json_fail(kat, "unknown graph attribute; only list_int and size_t attributes can be skipped");
+    }
+  }
+  if (!(seen & 1)) json_fail(at, "missing \"shape\"");
+  if (!(seen & 2)) json_fail(at, "missing \"dltype\"");
+  if (!(seen & 4)) json_fail(at, "missing \"storage_id\"");
+}
+
+inline boost::json::value parse_json_text(std::string_view text, boost::json::storage_ptr sp) {
+  boost::json::stream_parser p(sp);
+  boost::system::error_code ec;
+  std::size_t used = p.write_some(text.data(), text.size(), ec);
+  if (!ec && used == text.size()) p.finish(ec);
+  if (ec) {
+    std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(used), '\n'));
+    throw error(errc::invalid_json, "graph JSON: " + ec.message() + " at byte " + std::to_string(used) + " (line " +
+                                        std::to_string(line) + ")");
+  }
+  return p.release();
+}
+
+}  // namespace detail
+
+/// Reads and validates TVM graph JSON. Throws gexec::error with errc::invalid_json for
+/// text that is not JSON and errc::invalid_graph, naming the JSON path, for the rest.
+inline graph parse_graph(std::string_view json_text) {
+  using namespace detail;
+  boost::json::monotonic_resource arena;
+  boost::json::value doc = parse_json_text(json_text, &arena);
+  const json_path root;
+  graph g;
+  unsigned seen = 0;
+  for (const auto& [key, value] : json_object(doc, root)) {
+    const auto at = root / key;
+    if (key == "nodes") {
+      const auto& a = json_array(value, at);
+      g.nodes.reserve(a.size());
+      for (std::size_t i = 0; i < a.size(); ++i) g.nodes.push_back(read_node(a[i], at[i]));
+      seen |= 1;
+    } else if (key == "arg_nodes") {
+      for_each_element(value, at, [&](const auto& v, const json_path& p) { g.arg_nodes.push_back(json_u32(v, p)); });
+      seen |= 2;
+    } else if (key == "node_row_ptr") {
+      for_each_element(value, at, [&](const auto& v, const json_path& p) { g.node_row_ptr.push_back(json_u32(v, p)); });
+      seen |= 4;
+    } else if (key == "heads") {
+      for_each_element(value, at, [&](const auto& v, const json_path& p) { g.heads.push_back(read_node_entry(v, p)); });
+      seen |= 8;
+    } else if (key == "attrs") {
+      read_graph_attrs(g.attrs, value, at);
+      seen |= 16;
+    } else if (key == "metadata") {
+      g.metadata = boost::json::serialize(value);
+      break;  // as in TVM, "metadata" ends the graph
+    } else {
+      json_fail(at, "unknown graph key");
+    }
+  }
+  constexpr const char* required[] = {"nodes", "arg_nodes", "node_row_ptr", "heads", "attrs"};
+  for (unsigned bit = 0; bit < 5; ++bit)
+    if (!(seen & (1u << bit))) json_fail(root, std::string("missing \"") + required[bit] + "\"");
+  validate(g);
+  return g;
+}
+
+/// Reads a graph JSON file; errc::io if it cannot be read.
+inline graph load_graph_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw error(errc::io, "cannot open graph file " + path.string());
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw error(errc::io, "cannot read graph file " + path.string());
+  return parse_graph(text);
+}
+
+/// Writes the graph as JSON that TVM v0.19's graph executor reads.
+inline std::string to_json(const graph& g) {
+  namespace json = boost::json;
+  auto entry = [](const node_entry& e) { return json::array{e.node_id, e.index, e.version}; };
+  json::array nodes;
+  nodes.reserve(g.nodes.size());
+  for (const node& n : g.nodes) {
+    json::object o;
+    o["op"] = n.op;
+    o["name"] = n.name;
+    json::array inputs;
+    for (const auto& e : n.inputs) inputs.push_back(entry(e));
+    o["inputs"] = std::move(inputs);
+    if (n.has_attrs) {
+      json::object a;
+      a["func_name"] = n.func_name;
+      a["num_inputs"] = std::to_string(n.num_inputs);
+      a["num_outputs"] = std::to_string(n.num_outputs);
+      a["flatten_data"] = n.flatten_data ? "1" : "0";
+      for (const auto& [k, v] : n.extra_attrs) a[k] = v;
+      o["attrs"] = std::move(a);
+    }
+    if (!n.control_deps.empty()) o["control_deps"] = json::value_from(n.control_deps);
+    nodes.push_back(std::move(o));
+  }
+  json::array heads;
+  for (const auto& e : g.heads) heads.push_back(entry(e));
+  json::array dltypes;
+  for (DLDataType t : g.attrs.dltype) dltypes.push_back(json::string(to_string(t)));
+  json::object attrs;
+  attrs["dltype"] = json::array{"list_str", std::move(dltypes)};
+  attrs["storage_id"] = json::array{"list_int", json::value_from(g.attrs.storage_id)};
+  if (!g.attrs.device_index.empty()) attrs["device_index"] = json::array{"list_int", json::value_from(g.attrs.device_index)};
+  if (!g.attrs.storage_scope.empty()) attrs["storage_scope"] = json::array{"list_str", json::value_from(g.attrs.storage_scope)};
+  attrs["shape"] = json::array{"list_shape", json::value_from(g.attrs.shape)};
+  json::object doc;
+  doc["nodes"] = std::move(nodes);
+  doc["arg_nodes"] = json::value_from(g.arg_nodes);
+  doc["heads"] = std::move(heads);
+  doc["attrs"] = std::move(attrs);
+  doc["node_row_ptr"] = json::value_from(g.node_row_ptr);
+  if (!g.metadata.empty()) doc["metadata"] = json::parse(g.metadata);
+  return json::serialize(doc);
+}
+
+}  // namespace gexec

@@ -1,0 +1,242 @@
+#include <gexec/graph.hpp>
+
+#include <boost/json.hpp>
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+
+namespace json = boost::json;
+
+namespace {
+
+// A graph in the form TVM v0.19 writes, using every schema element: "attrs" and the
+// older "attr", two- and three-element entries, extra node attributes, control_deps,
+// a multi-output node, device_index, storage_scope, skipped list_int/size_t attributes,
+// and metadata (after which TVM stops reading).
+constexpr const char* kGraph = R"({
+  "nodes": [
+    {"op": "null", "name": "x", "inputs": []},
+    {"op": "null", "name": "w", "inputs": []},
+    {"op": "tvm_op", "name": "dense", "inputs": [[0, 0, 0], [1, 0, 0]],
+     "attrs": {"func_name": "fused_dense", "num_inputs": "2", "num_outputs": "1", "flatten_data": "0",
+               "hash": "a1b2", "out_layout": ""}},
+    {"op": "tvm_op", "name": "reshape", "inputs": [[2, 0]],
+     "attr": {"func_name": "__nop", "num_inputs": "1", "num_outputs": "1", "flatten_data": "1"},
+     "control_deps": [0]},
+    {"op": "tvm_op", "name": "split", "inputs": [[3, 0, 0]],
+     "attrs": {"func_name": "fused_split", "num_inputs": "1", "num_outputs": "2", "flatten_data": "0"}}
+  ],
+  "arg_nodes": [0, 1],
+  "heads": [[4, 0, 0], [4, 1, 0]],
+  "node_row_ptr": [0, 1, 2, 3, 4, 6],
+  "attrs": {
+    "dltype": ["list_str", ["float32", "float32", "float32", "float32", "float32", "float32"]],
+    "storage_id": ["list_int", [0, 1, 2, 2, 3, 4]],
+    "device_index": ["list_int", [1, 1, 1, 1, 1, 1]],
+    "storage_scope": ["list_str", ["global", "global", "global", "global", "global", "global"]],
+    "shape": ["list_shape", [[2, 4], [3, 4], [2, 3], [6], [3], [3]]],
+    "func_hash": ["list_int", [7, 8]],
+    "workspace_size": ["size_t", 0]
+  },
+  "metadata": {"signature": "anything"},
+  "after_metadata": "ignored, as TVM stops at metadata"
+})";
+
+// Boost.JSON's erase moves the last key into the hole; key order matters here
+// (TVM stops at "metadata"), so erase by rebuilding.
+void erase_key(json::value& v, const char* key) {
+  json::object kept;
+  for (const auto& kv : v.as_object())
+    if (kv.key() != key) kept[kv.key()] = kv.value();
+  v = std::move(kept);
+}
+
+void check_graph_content(const gexec::graph& g) {
+  REQUIRE(g.nodes.size() == 5);
+  CHECK(g.nodes[0].op == "null");
+  CHECK(g.nodes[0].name == "x");
+  CHECK_FALSE(g.nodes[0].has_attrs);
+  const gexec::node& dense = g.nodes[2];
+  CHECK(dense.is_op());
+  CHECK(dense.func_name == "fused_dense");
+  CHECK(dense.num_inputs == 2);
+  CHECK(dense.num_outputs == 1);
+  CHECK_FALSE(dense.flatten_data);
+  REQUIRE(dense.inputs.size() == 2);
+  CHECK(dense.inputs[1] == gexec::node_entry{1, 0, 0});
+  REQUIRE(dense.extra_attrs.size() == 2);
+  CHECK(dense.extra_attrs[0] == std::pair<std::string, std::string>{"hash", "a1b2"});
+  CHECK(dense.extra_attrs[1] == std::pair<std::string, std::string>{"out_layout", ""});
+  const gexec::node& reshape = g.nodes[3];
+  CHECK(reshape.func_name == "__nop");
+  CHECK(reshape.flatten_data);
+  CHECK(reshape.inputs[0] == gexec::node_entry{2, 0, 0});
+  CHECK(reshape.control_deps == std::vector<std::uint32_t>{0});
+  CHECK(g.nodes[4].num_outputs == 2);
+  CHECK(g.arg_nodes == std::vector<std::uint32_t>{0, 1});
+  CHECK(g.heads == std::vector<gexec::node_entry>{{4, 0, 0}, {4, 1, 0}});
+  CHECK(g.node_row_ptr == std::vector<std::uint32_t>{0, 1, 2, 3, 4, 6});
+  CHECK(g.num_entries() == 6);
+  CHECK(g.entry_id(4, 1) == 5);
+  CHECK(g.attrs.shape == std::vector<std::vector<std::int64_t>>{{2, 4}, {3, 4}, {2, 3}, {6}, {3}, {3}});
+  REQUIRE(g.attrs.dltype.size() == 6);
+  for (auto t : g.attrs.dltype) CHECK(gexec::same_dtype(t, gexec::dtypes::float32));
+  CHECK(g.attrs.storage_id == std::vector<std::int32_t>{0, 1, 2, 2, 3, 4});
+  CHECK(g.attrs.device_index == std::vector<std::int32_t>{1, 1, 1, 1, 1, 1});
+  CHECK(g.attrs.storage_scope == std::vector<std::string>(6, "global"));
+  CHECK(json::parse(g.metadata) == json::parse(R"({"signature": "anything"})"));
+}
+
+}  // namespace
+
+TEST_CASE("parse_graph reads every element of TVM's schema") { check_graph_content(gexec::parse_graph(kGraph)); }
+
+TEST_CASE("to_json writes a graph that parses back to the same content") {
+  gexec::graph g = gexec::parse_graph(kGraph);
+  std::string text = gexec::to_json(g);
+  gexec::graph back = gexec::parse_graph(text);
+  check_graph_content(back);
+  CHECK(gexec::to_json(back) == text);
+  // TVM's writer conventions: numeric node attributes are strings, graph attributes are typed pairs.
+  json::value doc = json::parse(text);
+  CHECK(doc.at("nodes").at(4).at("attrs").at("num_outputs") == "2");
+  CHECK(doc.at("attrs").at("shape").at(0) == "list_shape");
+  CHECK(doc.at("attrs").at("storage_id").at(0) == "list_int");
+  CHECK(doc.at("nodes").at(0).as_object().if_contains("attrs") == nullptr);
+}
+
+TEST_CASE("optional graph attributes may be absent") {
+  json::value doc = json::parse(kGraph);
+  erase_key(doc.at("attrs"), "device_index");
+  erase_key(doc.at("attrs"), "storage_scope");
+  erase_key(doc, "metadata");
+  erase_key(doc, "after_metadata");
+  gexec::graph g = gexec::parse_graph(json::serialize(doc));
+  CHECK(g.attrs.device_index.empty());
+  CHECK(g.attrs.storage_scope.empty());
+  CHECK(g.metadata.empty());
+  CHECK(json::parse(gexec::to_json(g)).at("attrs").as_object().if_contains("device_index") == nullptr);
+}
+
+TEST_CASE("load_graph_file reports a missing file as an io error") {
+  try {
+    (void)gexec::load_graph_file("/nonexistent/graph.json");
+    FAIL("no error");
+  } catch (const gexec::error& e) {
+    CHECK(e.code() == gexec::errc::io);
+    CHECK(std::string(e.what()).find("/nonexistent/graph.json") != std::string::npos);
+  }
+}
+
+namespace {
+
+struct malformed {
+  const char* what;
+  std::function<void(json::value&)> mutate;
+  gexec::errc code;
+  const char* message;  // must appear in what()
+};
+
+json::value& node(json::value& doc, std::size_t i) { return doc.at("nodes").at(i); }
+json::value& attr_values(json::value& doc, const char* key) { return doc.at("attrs").at(key).at(1); }
+
+}  // namespace
+
+TEST_CASE("malformed graphs are rejected with the JSON path and the offending value") {
+  using gexec::errc;
+  const malformed cases[] = {
+      {"top level is an array", [](json::value& d) { d = json::array{1}; }, errc::invalid_graph, "(root): expected an object"},
+      {"missing nodes", [](json::value& d) { erase_key(d, "nodes"); }, errc::invalid_graph, "missing \"nodes\""},
+      {"missing attrs", [](json::value& d) { erase_key(d, "attrs"); }, errc::invalid_graph, "missing \"attrs\""},
+      {"missing heads", [](json::value& d) { erase_key(d, "heads"); }, errc::invalid_graph, "missing \"heads\""},
+      {"unknown top-level key", [](json::value& d) {
+         json::object o{{"bogus", 1}};
+         for (const auto& kv : d.as_object()) o[kv.key()] = kv.value();
+         d = std::move(o);
+       }, errc::invalid_graph, "bogus: unknown graph key"},
+      {"nodes not an array", [](json::value& d) { d.at("nodes") = "x"; }, errc::invalid_graph, "nodes: expected an array, got \"x\""},
+      {"node not an object", [](json::value& d) { node(d, 1) = 5; }, errc::invalid_graph, "nodes[1]: expected an object, got 5"},
+      {"node without op", [](json::value& d) { erase_key(node(d, 2), "op"); }, errc::invalid_graph, "nodes[2]: missing \"op\""},
+      {"node without name", [](json::value& d) { erase_key(node(d, 2), "name"); }, errc::invalid_graph, "nodes[2]: missing \"name\""},
+      {"unknown node key", [](json::value& d) { node(d, 2).as_object()["extra"] = 1; }, errc::invalid_graph, "nodes[2].extra: unknown node key"},
+      {"unknown op", [](json::value& d) { node(d, 2).at("op") = "relu"; }, errc::invalid_graph, "nodes[2].op: unknown op \"relu\""},
+      {"name not a string", [](json::value& d) { node(d, 0).at("name") = 3; }, errc::invalid_graph, "nodes[0].name: expected a string, got 3"},
+      {"entry of one element", [](json::value& d) { node(d, 2).at("inputs").at(1) = json::array{1}; }, errc::invalid_graph, "nodes[2].inputs[1]: expected [node, index] or [node, index, version], got [1]"},
+      {"entry of four elements", [](json::value& d) { node(d, 2).at("inputs").at(1) = json::array{1, 0, 0, 0}; }, errc::invalid_graph, "nodes[2].inputs[1]: expected [node, index]"},
+      {"input from a later node", [](json::value& d) { node(d, 2).at("inputs").at(0) = json::array{3, 0}; }, errc::invalid_graph, "nodes[2].inputs[0]: refers to node 3, which does not come before node 2"},
+      {"input from itself", [](json::value& d) { node(d, 2).at("inputs").at(0) = json::array{2, 0}; }, errc::invalid_graph, "nodes[2].inputs[0]: refers to node 2"},
+      {"input output index out of range", [](json::value& d) { node(d, 2).at("inputs").at(1) = json::array{1, 1}; }, errc::invalid_graph, "nodes[2].inputs[1]: output 1 of node 1, which has 1 outputs"},
+      {"negative node id", [](json::value& d) { node(d, 2).at("inputs").at(0) = json::array{-1, 0}; }, errc::invalid_graph, "nodes[2].inputs[0][0]: value -1 is out of range"},
+      {"fractional node id", [](json::value& d) { node(d, 2).at("inputs").at(0) = json::array{0.5, 0}; }, errc::invalid_graph, "nodes[2].inputs[0][0]: expected an integer, got 5E-1"},
+      {"attrs without func_name", [](json::value& d) { erase_key(node(d, 2).at("attrs"), "func_name"); }, errc::invalid_graph, "nodes[2].attrs: missing \"func_name\""},
+      {"attrs without flatten_data", [](json::value& d) { erase_key(node(d, 4).at("attrs"), "flatten_data"); }, errc::invalid_graph, "nodes[4].attrs: missing \"flatten_data\""},
+      {"num_outputs not a number", [](json::value& d) { node(d, 2).at("attrs").at("num_outputs") = "two"; }, errc::invalid_graph, "nodes[2].attrs.num_outputs: expected an unsigned integer in a string, got \"two\""},
+      {"num_outputs as a JSON number", [](json::value& d) { node(d, 2).at("attrs").at("num_outputs") = 1; }, errc::invalid_graph, "nodes[2].attrs.num_outputs: expected a string, got 1"},
+      {"num_inputs disagrees with inputs", [](json::value& d) { node(d, 2).at("attrs").at("num_inputs") = "3"; }, errc::invalid_graph, "nodes[2].attrs.num_inputs: is 3 but the node has 2 inputs"},
+      {"kernel node without attrs", [](json::value& d) { erase_key(node(d, 2), "attrs"); }, errc::invalid_graph, "nodes[2]: tvm_op node \"dense\" has no attrs"},
+      {"empty func_name", [](json::value& d) { node(d, 2).at("attrs").at("func_name") = ""; }, errc::invalid_graph, "nodes[2].attrs.func_name: is empty"},
+      {"null node with inputs", [](json::value& d) { node(d, 1).at("inputs") = json::parse("[[0, 0]]"); }, errc::invalid_graph, "nodes[1].inputs: a \"null\" node takes no inputs"},
+      {"control dependency out of range", [](json::value& d) { node(d, 3).at("control_deps") = json::array{99}; }, errc::invalid_graph, "nodes[3].control_deps[0]: node 99 out of range (5 nodes)"},
+      {"node_row_ptr too short", [](json::value& d) { d.at("node_row_ptr").as_array().pop_back(); }, errc::invalid_graph, "node_row_ptr: has 5 elements, expected 6"},
+      {"node_row_ptr disagrees with num_outputs", [](json::value& d) { node(d, 4).at("attrs").at("num_outputs") = "3"; }, errc::invalid_graph, "node_row_ptr[5]: is 6, expected 7 (node 4 has 3 outputs)"},
+      {"node_row_ptr not starting at 0", [](json::value& d) { d.at("node_row_ptr").at(0) = 1; }, errc::invalid_graph, "node_row_ptr[0]: is 1, expected 0"},
+      {"arg node out of range", [](json::value& d) { d.at("arg_nodes").at(1) = 9; }, errc::invalid_graph, "arg_nodes[1]: node 9 out of range (5 nodes)"},
+      {"arg node is a kernel", [](json::value& d) { d.at("arg_nodes").at(1) = 2; }, errc::invalid_graph, "arg_nodes[1]: node 2 (\"dense\") is not a \"null\" node"},
+      {"arg node listed twice", [](json::value& d) { d.at("arg_nodes").at(1) = 0; }, errc::invalid_graph, "arg_nodes[1]: name \"x\" is already used by arg_nodes[0]"},
+      {"head node out of range", [](json::value& d) { d.at("heads").at(0) = json::array{7, 0, 0}; }, errc::invalid_graph, "heads[0]: node 7 out of range (5 nodes)"},
+      {"head output out of range", [](json::value& d) { d.at("heads").at(1) = json::array{4, 2, 0}; }, errc::invalid_graph, "heads[1]: output 2 of node 4, which has 2 outputs"},
+      {"unknown dtype", [](json::value& d) { attr_values(d, "dltype").at(3) = "float31"; }, errc::invalid_graph, "attrs.dltype[1][3]: unknown dtype \"float31\""},
+      {"dltype with the wrong type tag", [](json::value& d) { d.at("attrs").at("dltype").at(0) = "list_int"; }, errc::invalid_graph, "attrs.dltype[0]: expected \"list_str\", got \"list_int\""},
+      {"dltype list too short", [](json::value& d) { attr_values(d, "dltype").as_array().pop_back(); }, errc::invalid_graph, "attrs.dltype[1]: has 5 elements, expected one per entry (6)"},
+      {"shape list too long", [](json::value& d) { attr_values(d, "shape").as_array().push_back(json::array{1}); }, errc::invalid_graph, "attrs.shape[1]: has 7 elements, expected one per entry (6)"},
+      {"negative dimension", [](json::value& d) { attr_values(d, "shape").at(2).at(1) = -4; }, errc::invalid_graph, "attrs.shape[1][2][1]: dimension -4 is negative"},
+      {"overflowing shape", [](json::value& d) { attr_values(d, "shape").at(2) = json::array{std::int64_t{1} << 62, 4}; }, errc::invalid_graph, "attrs.shape[1][2]: shape [4611686018427387904, 4] of float32 overflows"},
+      {"shape element not a list", [](json::value& d) { attr_values(d, "shape").at(0) = 4; }, errc::invalid_graph, "attrs.shape[1][0]: expected an array, got 4"},
+      {"negative storage id", [](json::value& d) { attr_values(d, "storage_id").at(0) = -1; }, errc::invalid_graph, "attrs.storage_id[1][0]: storage id -1 out of range [0, 6)"},
+      {"storage id beyond the entries", [](json::value& d) { attr_values(d, "storage_id").at(5) = 1000000; }, errc::invalid_graph, "attrs.storage_id[1][5]: storage id 1000000 out of range"},
+      {"device type 0", [](json::value& d) { attr_values(d, "device_index").at(0) = 0; }, errc::invalid_graph, "attrs.device_index[1][0]: device type 0 is not a DLDeviceType"},
+      {"one storage on two devices", [](json::value& d) { attr_values(d, "device_index").at(3) = 2; }, errc::invalid_graph, "attrs.device_index[1][3]: entry 3 is on cuda but shares storage 2 with entry 2 on cpu"},
+      {"storage_scope of the wrong length", [](json::value& d) { attr_values(d, "storage_scope").as_array().pop_back(); }, errc::invalid_graph, "attrs.storage_scope[1]: has 5 elements"},
+      {"unknown graph attribute type", [](json::value& d) { d.at("attrs").as_object()["layout"] = json::array{"list_str", json::array{"NCHW"}}; }, errc::invalid_graph, "attrs.layout: unknown graph attribute"},
+      {"graph attribute not a pair", [](json::value& d) { d.at("attrs").at("storage_id") = json::array{"list_int"}; }, errc::invalid_graph, "attrs.storage_id: expected [\"list_int\", value]"},
+      {"__copy with two inputs", [](json::value& d) { node(d, 2).at("attrs").at("func_name") = "__copy"; }, errc::invalid_graph, "nodes[2]: __copy node \"dense\" must have 1 input and 1 output"},
+  };
+  for (const malformed& c : cases) {
+    const std::string what = c.what;
+    CAPTURE(what);
+    json::value doc = json::parse(kGraph);
+    c.mutate(doc);
+    std::string text = json::serialize(doc);
+    try {
+      (void)gexec::parse_graph(text);
+      FAIL("accepted a malformed graph");
+    } catch (const gexec::error& e) {
+      CHECK(e.code() == c.code);
+      const std::string message = e.what();
+      CHECK_MESSAGE(message.find(c.message) != std::string::npos, message);
+    }
+  }
+}
+
+TEST_CASE("text that is not JSON is an invalid_json error with its position") {
+  for (const char* text : {"", "{", "{\"nodes\": [", "[1, 2,]", "{\"a\" 1}", "nul"}) {
+    CAPTURE(text);
+    try {
+      (void)gexec::parse_graph(text);
+      FAIL("accepted invalid JSON");
+    } catch (const gexec::error& e) {
+      CHECK(e.code() == gexec::errc::invalid_json);
+      CHECK(std::string(e.what()).find("at byte") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a syntax error on a later line reports that line") {
+  try {
+    (void)gexec::parse_graph("{\n\"nodes\": [\n  1,,\n]}");
+    FAIL("accepted invalid JSON");
+  } catch (const gexec::error& e) {
+    CHECK(std::string(e.what()).find("(line 3)") != std::string::npos);
+  }
+}
