@@ -138,9 +138,8 @@ TEST_CASE("files load by copy and by mmap; mapped views outlive the dictionary")
   {
     auto mapped = gexec::load_param_dict_file(path, gexec::load_mode::mmap);
     check_reference_dict(mapped);
-    kept = mapped.at("w");
-    // A view: its data lies inside the mapping, at the record's offset, not in a copy.
-    CHECK(static_cast<std::byte*>(mapped.at("b").data()) - static_cast<std::byte*>(kept.data()) > 16);
+    kept = mapped.at("w");  // at an odd offset in the file, so a copy
+    CHECK(kept.is_aligned(4));
   }
   std::filesystem::remove(path);
   auto w = kept.values<float>();
@@ -148,6 +147,23 @@ TEST_CASE("files load by copy and by mmap; mapped views outlive the dictionary")
   // The mapping is private: writing through a view neither faults nor changes the file.
   w[0] = 100.0f;
   CHECK(kept.values<float>()[0] == 100.0f);
+}
+
+TEST_CASE("mmap hands out views into the mapping where the layout aligns the elements") {
+  // Names of 4 + 4 bytes put both float32[2] tensors at 8-byte aligned file offsets.
+  bytes blob;
+  blob.u64(list_magic).u64(0).u64(2).str("wwww").str("bbbb").u64(2);
+  const float a[] = {1, 2}, b[] = {3, 4};
+  record_head(blob, kDLFloat, 32, {2}).i64(8).raw(a, 8);
+  record_head(blob, kDLFloat, 32, {2}).i64(8).raw(b, 8);
+  auto path = temp_file("aligned.params", blob.b);
+  auto mapped = gexec::load_param_dict_file(path, gexec::load_mode::mmap);
+  std::filesystem::remove(path);
+  // Views: the second tensor's data is one record head (48 bytes) after the first's 8 data bytes.
+  auto* first = static_cast<const std::byte*>(mapped.at("wwww").data());
+  auto* second = static_cast<const std::byte*>(mapped.at("bbbb").data());
+  CHECK(second - first == 8 + 48);
+  CHECK(mapped.at("bbbb").values<float>()[1] == 4.0f);
 }
 
 TEST_CASE("save_param_dict_file writes what load_param_dict_file reads") {

@@ -27,7 +27,7 @@ struct tensor_type {
 
 struct op_options {
   bool flatten_data = false;
-  std::vector<std::pair<std::string, std::string>> attrs;  ///< extra node attributes
+  std::vector<std::pair<std::string, std::string>> attrs = {};  ///< extra node attributes
 };
 
 /// The outputs of one node; converts to its first output.

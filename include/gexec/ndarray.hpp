@@ -157,6 +157,7 @@ class ndarray {
       throw error(errc::dtype_mismatch, "values(): tensor is " + to_string(dtype()) + ", asked for " +
                                             to_string(dtype_of<T>()));
     if (!is_contiguous()) throw error(errc::invalid_argument, "values(): tensor is strided");
+    if (!is_aligned(alignof(T))) throw error(errc::misaligned, "values(): data is not aligned for " + to_string(dtype_of<T>()));
     return {static_cast<T*>(data()), static_cast<std::size_t>(numel())};
   }
 

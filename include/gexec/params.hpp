@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -65,7 +66,8 @@ class param_dict {
 
 enum class load_mode {
   copy,  ///< tensors own 64-byte aligned copies of their bytes
-  mmap,  ///< tensors view a private mapping of the file (no copy; not necessarily aligned)
+  mmap,  ///< tensors view a private mapping of the file where their elements are naturally
+         ///< aligned there (not necessarily to 64 bytes), and are copies otherwise
 };
 
 namespace detail {
@@ -104,7 +106,10 @@ inline ndarray read_tensor_record(byte_reader& in, const std::shared_ptr<const v
     in.fail("byte size " + std::to_string(byte_size) + " disagrees with shape " + shape_to_string(shape) + " of " +
             to_string(dtype) + " (" + std::to_string(*bytes) + " bytes)");
   auto data = in.bytes(*bytes, "tensor data");
-  if (keepalive) {
+  // A view needs its elements naturally aligned; where the file's layout puts them
+  // elsewhere (names of odd lengths shift everything after them), copy instead.
+  const auto natural = std::min<std::uint64_t>(element_bytes(dtype), 8);
+  if (keepalive && reinterpret_cast<std::uintptr_t>(data.data()) % natural == 0) {
     DLTensor t{const_cast<std::byte*>(data.data()), cpu(), ndim, dtype, shape.data(), nullptr, 0};
     return ndarray::view(t, keepalive);
   }
@@ -134,6 +139,18 @@ inline param_dict read_param_list(byte_reader& in, const std::shared_ptr<const v
   }
   in.set_context({});
   return dict;
+}
+
+/// The names of a parameter blob, without reading its tensors.
+inline std::vector<std::string> read_param_names(std::span<const std::byte> blob) {
+  byte_reader in(blob, "params");
+  if (in.read<std::uint64_t>("magic") != param_list_magic) in.fail("not a parameter blob (bad magic)");
+  (void)in.read<std::uint64_t>("reserved field");
+  auto n = in.read_count("names", sizeof(std::uint64_t));
+  std::vector<std::string> names;
+  names.reserve(static_cast<std::size_t>(n));
+  for (std::uint64_t i = 0; i < n; ++i) names.push_back(in.read_string("name"));
+  return names;
 }
 
 inline void write_tensor_record(byte_writer& out, std::string_view name, const ndarray& a) {

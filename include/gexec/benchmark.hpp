@@ -1,0 +1,73 @@
+#pragma once
+// gexec::benchmark: TVM's time evaluator (module.benchmark / time_evaluator) for
+// anything with a run() member, or any callable: one warm-up call, then `repeat`
+// measurements of `number` calls each, growing `number` until a measurement lasts
+// at least `min_repeat_ms`.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+namespace gexec {
+
+struct benchmark_options {
+  int repeat = 5;
+  int number = 5;
+  int min_repeat_ms = 0;
+  int limit_zero_time_iterations = 100;
+  int cooldown_interval_ms = 0;
+  int repeats_to_cooldown = 1;
+};
+
+/// Seconds per call, one figure per repeat, and their statistics (std is the population's).
+struct benchmark_result {
+  std::vector<double> results;
+  double mean = 0, median = 0, std = 0, min = 0, max = 0;
+};
+
+template <class F>
+  requires std::is_invocable_v<F&>
+benchmark_result benchmark(F&& f, benchmark_options opt = {}) {
+  using clock = std::chrono::steady_clock;
+  benchmark_result r;
+  f();  // warm-up, as TVM's time evaluator does
+  int number = std::max(opt.number, 1);
+  for (int i = 0; i < opt.repeat; ++i) {
+    if (i > 0 && opt.cooldown_interval_ms > 0 && opt.repeats_to_cooldown > 0 && i % opt.repeats_to_cooldown == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(opt.cooldown_interval_ms));
+    double ms = 0;
+    int zero_times = 0;
+    do {
+      if (ms > 0) number = std::max(static_cast<int>(opt.min_repeat_ms / (ms / number) + 1), static_cast<int>(number * 1.618));
+      auto t0 = clock::now();
+      for (int j = 0; j < number; ++j) f();
+      ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      if (ms == 0) ++zero_times;
+    } while (ms < opt.min_repeat_ms && zero_times < opt.limit_zero_time_iterations);
+    r.results.push_back(ms / 1e3 / number);
+  }
+  if (r.results.empty()) return r;
+  std::vector<double> sorted = r.results;
+  std::sort(sorted.begin(), sorted.end());
+  const auto n = static_cast<double>(sorted.size());
+  r.min = sorted.front();
+  r.max = sorted.back();
+  r.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / n;
+  r.median = sorted.size() % 2 ? sorted[sorted.size() / 2] : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+  double var = 0;
+  for (double x : sorted) var += (x - r.mean) * (x - r.mean);
+  r.std = std::sqrt(var / n);
+  return r;
+}
+
+/// Benchmarks an executor's run().
+template <class Executor>
+  requires requires(Executor& ex) { ex.run(); }
+benchmark_result benchmark(Executor& ex, benchmark_options opt = {}) {
+  return benchmark([&ex] { ex.run(); }, opt);
+}
+
+}  // namespace gexec

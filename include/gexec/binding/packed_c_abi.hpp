@@ -1,0 +1,28 @@
+#pragma once
+// Binding over a TVM-compiled library: func_name is the exported symbol of a
+// TVMBackendPackedCFunc.
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "../module.hpp"
+#include "binding.hpp"
+
+namespace gexec {
+
+class packed_c_abi {
+ public:
+  packed_c_abi() = default;
+  explicit packed_c_abi(module m) : module_(std::move(m)) {}
+
+  [[nodiscard]] packed_function resolve(std::string_view func_name) const { return module_.get_function(func_name); }
+  [[nodiscard]] std::string describe() const { return "kernel library " + module_.path().string(); }
+  [[nodiscard]] const gexec::module& get_module() const noexcept { return module_; }
+
+ private:
+  gexec::module module_;
+};
+static_assert(op_binding<packed_c_abi>);
+
+}  // namespace gexec

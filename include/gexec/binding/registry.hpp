@@ -1,0 +1,57 @@
+#pragma once
+// Binding over kernels given as C++ callables by name, for examples and for other
+// compilers' test harnesses: no library file. Each callable is called through one
+// function pointer (a trampoline for its type), like a compiled kernel.
+//
+//   gexec::registry kernels;
+//   kernels.add("add_one", [](gexec::packed_args a) { ... a.tensor(0) ... });
+//   auto ex = gexec::create(graph_json, kernels, {gexec::cpu()});
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "../packed_function.hpp"
+#include "binding.hpp"
+
+namespace gexec {
+
+class registry {
+ public:
+  /// Adds a C++ callable taking packed_args (returning void, or an int status).
+  template <class F>
+    requires std::is_invocable_v<std::decay_t<F>&, packed_args>
+  registry& add(std::string name, F&& f) {
+    return add_owned(std::move(name), std::make_unique<owned_packed_function>(std::forward<F>(f)));
+  }
+  /// Adds a packed C function.
+  registry& add(std::string name, packed_function f) {
+    return add_owned(std::move(name), std::make_unique<owned_packed_function>(f));
+  }
+
+  [[nodiscard]] packed_function resolve(std::string_view name) const {
+    auto it = state_->by_name.find(name);
+    return it == state_->by_name.end() ? packed_function{} : it->second;
+  }
+  [[nodiscard]] std::string describe() const { return "kernel registry"; }
+
+ private:
+  // Shared by copies, and never forgetting a callable: executors that resolved a name
+  // keep calling what they resolved even if the name is later re-added.
+  struct state {
+    std::map<std::string, packed_function, std::less<>> by_name;
+    std::vector<std::unique_ptr<owned_packed_function>> owned;
+  };
+  registry& add_owned(std::string name, std::unique_ptr<owned_packed_function> f) {
+    state_->by_name[std::move(name)] = f->get();
+    state_->owned.push_back(std::move(f));
+    return *this;
+  }
+  std::shared_ptr<state> state_ = std::make_shared<state>();
+};
+static_assert(op_binding<registry>);
+
+}  // namespace gexec

@@ -1,0 +1,77 @@
+#pragma once
+// TVMBackendAllocWorkspace / FreeWorkspace on the host: a per-thread stack of
+// 64-byte aligned blocks carved from chunks that are kept for reuse, so the
+// steady state allocates nothing. Kernels free in LIFO order; an out-of-order
+// free is tolerated (the block is released when everything above it is).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "shape.hpp"
+
+namespace gexec::detail {
+
+class workspace_arena {
+ public:
+  void* allocate(std::uint64_t nbytes) {
+    std::size_t n = static_cast<std::size_t>(align_up(nbytes == 0 ? 1 : nbytes, 64));
+    while (current_ < chunks_.size() && chunks_[current_].size - chunks_[current_].used < n) ++current_;
+    if (current_ == chunks_.size()) {
+      std::size_t last = chunks_.empty() ? 0 : chunks_.back().size;
+      std::size_t size = std::max({n, 2 * last, std::size_t{1} << 16});
+      chunks_.push_back({std::unique_ptr<std::byte, aligned_delete>(
+                             static_cast<std::byte*>(::operator new(size, std::align_val_t{64}))),
+                         size, 0});
+    }
+    chunk& c = chunks_[current_];
+    void* p = c.memory.get() + c.used;
+    stack_.push_back({p, current_, c.used, false});
+    c.used += n;
+    return p;
+  }
+
+  /// 0 on success, -1 for a pointer this thread did not allocate.
+  int free(void* p) {
+    auto it = std::find_if(stack_.rbegin(), stack_.rend(), [p](const block& b) { return b.ptr == p && !b.freed; });
+    if (it == stack_.rend()) return -1;
+    it->freed = true;
+    while (!stack_.empty() && stack_.back().freed) {
+      const block& b = stack_.back();
+      chunks_[b.chunk].used = b.offset;
+      current_ = b.chunk;
+      stack_.pop_back();
+    }
+    if (stack_.empty()) current_ = 0;
+    return 0;
+  }
+
+  static workspace_arena& this_thread() {
+    thread_local workspace_arena arena;
+    return arena;
+  }
+
+ private:
+  struct aligned_delete {
+    void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t{64}); }
+  };
+  struct chunk {
+    std::unique_ptr<std::byte, aligned_delete> memory;
+    std::size_t size;
+    std::size_t used;
+  };
+  struct block {
+    void* ptr;
+    std::size_t chunk;
+    std::size_t offset;
+    bool freed;
+  };
+  std::vector<chunk> chunks_;
+  std::vector<block> stack_;
+  std::size_t current_ = 0;
+};
+
+}  // namespace gexec::detail
