@@ -5,10 +5,14 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -72,6 +76,17 @@ class module {
   }
   [[nodiscard]] bool has_symbol(std::string_view name) const {
     return state_ && state_->library.has(std::string(name));
+  }
+  /// The bytes of the data symbol `name`, bounded by its size in the library's symbol
+  /// table; empty if the library does not export it.
+  [[nodiscard]] std::span<const std::byte> data_symbol(std::string_view name) const {
+    if (!has_symbol(name)) return {};
+    const auto* p = &state_->library.get<const std::byte>(std::string(name));
+    Dl_info info{};
+    void* entry = nullptr;
+    if (dladdr1(p, &info, &entry, RTLD_DL_SYMENT) == 0 || entry == nullptr) return {};
+    const auto* sym = static_cast<const ElfW(Sym)*>(entry);
+    return {p, static_cast<std::size_t>(sym->st_size)};
   }
   [[nodiscard]] const std::filesystem::path& path() const {
     static const std::filesystem::path none;
