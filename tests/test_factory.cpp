@@ -1,4 +1,5 @@
 #include <gexec/factory.hpp>
+#include <gexec/graph_builder.hpp>
 
 #include <doctest/doctest.h>
 

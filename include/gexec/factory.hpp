@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "binding/packed_c_abi.hpp"
-#include "executor.hpp"
+#include "graph_executor.hpp"
 #include "module_blob.hpp"
 
 namespace gexec {
