@@ -3,28 +3,14 @@
 
 #include <doctest/doctest.h>
 
+#include "byte_builder.hpp"
+
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace {
-
-// Little-endian appends written out by hand, independent of gexec's writer.
-struct bytes {
-  std::vector<std::byte> b;
-  bytes& u8(std::uint8_t v) { return raw(&v, 1); }
-  bytes& u16(std::uint16_t v) { return raw(&v, 2); }
-  bytes& i32(std::int32_t v) { return raw(&v, 4); }
-  bytes& u64(std::uint64_t v) { return raw(&v, 8); }
-  bytes& i64(std::int64_t v) { return raw(&v, 8); }
-  bytes& str(const std::string& s) { return u64(s.size()).raw(s.data(), s.size()); }
-  bytes& raw(const void* p, std::size_t n) {
-    auto* c = static_cast<const std::byte*>(p);
-    b.insert(b.end(), c, c + n);
-    return *this;
-  }
-};
 
 const std::string kGraph = [] {
   gexec::graph_builder b;
@@ -40,7 +26,7 @@ bytes factory_payload(const std::string& module_name = "default") {
   bytes p;
   p.str(kGraph).u64(1).u64(1).str("w");
   const float w[] = {10, 20};
-  p.u64(0xDD5E40F096B4A13FULL).u64(0).i32(kDLCPU).i32(0).i32(1).u8(kDLFloat).u8(32).u16(1).i64(2).i64(8).raw(w, 8);
+  p.u64(tensor_magic_bytes).u64(0).i32(kDLCPU).i32(0).i32(1).u8(kDLFloat).u8(32).u16(1).i64(2).i64(8).raw(w, 8);
   p.str(module_name);
   return p;
 }

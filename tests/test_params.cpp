@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "byte_builder.hpp"
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -12,27 +14,8 @@
 
 namespace {
 
-// Little-endian byte appends, written out by hand so expectations do not come from gexec's writer.
-struct bytes {
-  std::vector<std::byte> b;
-  bytes& u8(std::uint8_t v) { return raw(&v, 1); }
-  bytes& u16(std::uint16_t v) { return raw(&v, 2); }
-  bytes& i32(std::int32_t v) { return raw(&v, 4); }
-  bytes& u64(std::uint64_t v) { return raw(&v, 8); }
-  bytes& i64(std::int64_t v) { return raw(&v, 8); }
-  bytes& str(const std::string& s) {
-    u64(s.size());
-    return raw(s.data(), s.size());
-  }
-  bytes& raw(const void* p, std::size_t n) {
-    auto* c = static_cast<const std::byte*>(p);
-    b.insert(b.end(), c, c + n);
-    return *this;
-  }
-};
-
-constexpr std::uint64_t list_magic = 0xF7E58D4F05049CB7ULL;
-constexpr std::uint64_t array_magic = 0xDD5E40F096B4A13FULL;
+constexpr std::uint64_t list_magic = param_list_magic_bytes;
+constexpr std::uint64_t array_magic = tensor_magic_bytes;
 
 // Header of a tensor record up to and including the shape.
 bytes& record_head(bytes& out, std::uint8_t code, std::uint8_t bits, std::vector<std::int64_t> shape) {
