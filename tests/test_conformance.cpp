@@ -397,7 +397,9 @@ TEST_CASE("single file (load_factory(model.so).create()) matches TVM") {
       for (const auto& [name, value] : params) file_names.insert(name);
       CHECK_MESSAGE(embedded_names == file_names, at << ": the embedded parameters are not params.bin's (" << embedded_names.size()
                                                      << " embedded, " << file_names.size() << " in params.bin)");
-      for (const auto& [name, want] : params) {
+      for (const auto& item : params) {
+        const std::string& name = item.first;  // named, not bound: clang 14 cannot capture bindings
+        const gexec::ndarray& want = item.second;
         const gexec::ndarray* got = f.params().find(name);
         if (!got) continue;
         CHECK_MESSAGE(gexec::same_dtype(got->dtype(), want.dtype()),
