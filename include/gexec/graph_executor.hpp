@@ -29,6 +29,7 @@
 #include "binding/registry.hpp"
 #include "detail/last_error.hpp"
 #include "error.hpp"
+#include "fwd.hpp"
 #include "graph.hpp"
 #include "module.hpp"
 #include "ndarray.hpp"
@@ -44,8 +45,11 @@ struct tensor_info {
   DLDataType dtype;
 };
 
-template <class Backends = backends<cpu_backend>, class Allocator = pool_allocator, class Binding = packed_c_abi>
+template <class Backends, class Allocator, class Binding>
 class graph_executor {
+  static_assert(is_backends_v<Backends>, "Backends must be gexec::backends<...> of device backends");
+  static_assert(Backends::template allocates_with<Allocator>,
+                "Allocator must provide allocate(shared_ptr<Backend>, DLDevice, span<const uint64_t>) for every backend");
   static_assert(op_binding<Binding>, "Binding must provide resolve(name) -> packed_function and describe()");
 
  public:

@@ -15,11 +15,6 @@
 
 namespace gexec {
 
-template <class A, class B>
-concept storage_allocator = requires(A& a, std::shared_ptr<B> backend, DLDevice d, std::span<const std::uint64_t> sizes) {
-  { a.allocate(backend, d, sizes) } -> std::same_as<std::vector<std::shared_ptr<void>>>;
-};
-
 /// One arena per device holding every storage id's buffer at a 64-byte aligned offset:
 /// one allocation per executor and device, and neighbouring buffers in one region.
 struct pool_allocator {

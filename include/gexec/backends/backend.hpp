@@ -6,8 +6,11 @@
 
 #include <concepts>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace gexec {
 
@@ -22,10 +25,20 @@ concept device_backend = requires(B& b, DLDevice d, std::uint64_t bytes, void* p
   { b.synchronize(d) } -> std::same_as<void>;
 };
 
+/// The allocator policy: the buffers for the storage ids on one device, from backend B,
+/// as shared_ptrs so that views (get_output, share_params) keep them alive.
+template <class A, class B>
+concept storage_allocator = requires(A& a, std::shared_ptr<B> backend, DLDevice d, std::span<const std::uint64_t> sizes) {
+  { a.allocate(backend, d, sizes) } -> std::same_as<std::vector<std::shared_ptr<void>>>;
+};
+
 /// The backends an executor may use; a graph naming a device none of them serves is
 /// rejected at load.
-template <device_backend... Bs>
+template <class... Bs>
 class backends {
+  // Checked here rather than as a constraint, so that fwd.hpp can name backends<cpu_backend>.
+  static_assert((device_backend<Bs> && ...), "every backend must model gexec::device_backend");
+
  public:
   backends() = default;
   explicit backends(Bs... bs) : list_(std::move(bs)...) {}
@@ -39,9 +52,17 @@ class backends {
   [[nodiscard]] static constexpr bool serves(int device_type) noexcept {
     return ((device_type == Bs::device_type) || ...);
   }
+  /// Whether allocator A can allocate on every backend of the list.
+  template <class A>
+  static constexpr bool allocates_with = (storage_allocator<A, Bs> && ...);
 
  private:
   std::tuple<Bs...> list_;
 };
+
+template <class T>
+inline constexpr bool is_backends_v = false;
+template <class... Bs>
+inline constexpr bool is_backends_v<backends<Bs...>> = true;
 
 }  // namespace gexec

@@ -1,0 +1,33 @@
+#pragma once
+// Forward declarations of gexec's public types, with the executor's default policies.
+
+#include "backends/backend.hpp"
+
+namespace gexec {
+
+class error;
+class ndarray;
+class param_dict;
+struct graph;
+struct node;
+struct node_entry;
+class graph_builder;
+class module;
+class factory;
+struct packed_function;
+struct packed_args;
+struct benchmark_options;
+struct benchmark_result;
+struct tensor_info;
+struct plan;
+
+struct cpu_backend;
+struct pool_allocator;
+struct buffer_allocator;
+class packed_c_abi;
+class registry;
+
+template <class Backends = backends<cpu_backend>, class Allocator = pool_allocator, class Binding = packed_c_abi>
+class graph_executor;
+
+}  // namespace gexec
