@@ -482,6 +482,45 @@ TEST_CASE("the registry binding runs C++ callables by name, with exceptions as k
   CHECK(contains(error_of([&] { (void)gexec::create(c.build(), reg); }), "which kernel registry does not provide"));
 }
 
+namespace {
+
+int twice_count = 0;
+void twice(gexec::packed_args a) {
+  const DLTensor& in = a.tensor(0);
+  DLTensor& out = a.tensor(1);
+  for (std::int64_t i = 0; i < in.shape[0]; ++i) static_cast<float*>(out.data)[i] = 2 * static_cast<float*>(in.data)[i];
+  ++twice_count;
+}
+int refuse(gexec::packed_args) {
+  gexec::detail::set_last_error("refuse: no");
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("a static registry binds kernels fixed at compile time") {
+  using kernels = gexec::static_registry<gexec::kernel<"twice", &twice>, gexec::kernel<"refuse", &refuse>>;
+  CHECK((kernels{}.resolve("twice").fn != nullptr));
+  CHECK(kernels{}.resolve("twice").resource_handle == nullptr);
+  CHECK_FALSE(kernels{}.resolve("thrice"));
+  gexec::graph_builder b;
+  auto x = b.input("x", {3});
+  auto y = b.op("t1", "twice", {x}, {{{3}}});
+  b.output(b.op("t2", "twice", {y}, {{{3}}}));
+  auto ex = gexec::create(b.build(), kernels{});
+  ex.set_input("x", tensor({3}, {1, 2, 3}));
+  twice_count = 0;
+  ex.run();
+  CHECK(twice_count == 2);
+  CHECK(values_of(ex.get_output(0)) == std::vector<float>{4, 8, 12});
+  b.output(b.op("r", "refuse", {y}, {{{3}}}));
+  auto failing = gexec::create(b.build(), kernels{});
+  CHECK(contains(error_of([&] { failing.run(); }), "node \"r\" (nodes[3], refuse) failed: refuse: no"));
+  gexec::graph_builder c;
+  c.output(c.op("k", "thrice", {c.input("x", {1})}, {{{1}}}));
+  CHECK(contains(error_of([&] { (void)gexec::create(c.build(), kernels{}); }), "which static kernel registry does not provide"));
+}
+
 TEST_CASE("benchmark follows TVM's time evaluator") {
   int calls = 0;
   auto r = gexec::benchmark([&] { ++calls; }, {.repeat = 3, .number = 4});

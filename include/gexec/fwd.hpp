@@ -26,6 +26,8 @@ struct pool_allocator;
 struct buffer_allocator;
 class packed_c_abi;
 class registry;
+template <class... Kernels>
+class static_registry;
 
 template <class Backends = backends<cpu_backend>, class Allocator = pool_allocator, class Binding = packed_c_abi>
 class graph_executor;

@@ -369,14 +369,15 @@ inline graph_executor<> create(std::string_view graph_json, const module& lib, s
 inline graph_executor<> create(graph g, const module& lib, std::vector<DLDevice> devices = {cpu()}) {
   return graph_executor<>(std::move(g), packed_c_abi(lib), std::move(devices));
 }
-/// An executor over kernels registered as C++ callables.
-inline graph_executor<backends<cpu_backend>, pool_allocator, registry> create(std::string_view graph_json, const registry& kernels,
-                                                                               std::vector<DLDevice> devices = {cpu()}) {
-  return {parse_graph(graph_json), kernels, std::move(devices)};
+/// An executor over another binding: a registry or static_registry of C++ kernels.
+template <op_binding Binding>
+graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(graph g, Binding kernels, std::vector<DLDevice> devices = {cpu()}) {
+  return {std::move(g), std::move(kernels), std::move(devices)};
 }
-inline graph_executor<backends<cpu_backend>, pool_allocator, registry> create(graph g, const registry& kernels,
-                                                                               std::vector<DLDevice> devices = {cpu()}) {
-  return {std::move(g), kernels, std::move(devices)};
+template <op_binding Binding>
+graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(std::string_view graph_json, Binding kernels,
+                                                                      std::vector<DLDevice> devices = {cpu()}) {
+  return {parse_graph(graph_json), std::move(kernels), std::move(devices)};
 }
 
 }  // namespace gexec

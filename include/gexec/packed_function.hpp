@@ -54,10 +54,11 @@ struct packed_args {
 
 namespace detail {
 
+/// Calls f(packed_args) under the packed ABI's rules: void means success, an int is
+/// the status, and an exception becomes -1 with its message as the last error.
 template <class F>
-int packed_trampoline(TVMValue* values, int* codes, int n, TVMValue*, int* ret_code, void* self) noexcept {
+int call_packed(F& f, TVMValue* values, int* codes, int n, int* ret_code) noexcept {
   try {
-    F& f = *static_cast<F*>(self);
     if (ret_code) *ret_code = tc_null;
     if constexpr (std::is_same_v<std::invoke_result_t<F&, packed_args>, void>) {
       f(packed_args{values, codes, n});
@@ -71,6 +72,18 @@ int packed_trampoline(TVMValue* values, int* codes, int n, TVMValue*, int* ret_c
     set_last_error("unknown C++ exception");
   }
   return -1;
+}
+
+/// A callable object behind the resource handle.
+template <class F>
+int packed_trampoline(TVMValue* values, int* codes, int n, TVMValue*, int* ret_code, void* self) noexcept {
+  return call_packed(*static_cast<F*>(self), values, codes, n, ret_code);
+}
+
+/// A function known at compile time: called directly, no resource handle.
+template <auto Fn>
+int static_trampoline(TVMValue* values, int* codes, int n, TVMValue*, int* ret_code, void*) noexcept {
+  return call_packed(*Fn, values, codes, n, ret_code);
 }
 
 }  // namespace detail

@@ -7,6 +7,7 @@
 //   kernels.add("add_one", [](gexec::packed_args a) { ... a.tensor(0) ... });
 //   auto ex = gexec::create(graph_json, kernels, {gexec::cpu()});
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -53,5 +54,38 @@ class registry {
   std::shared_ptr<state> state_ = std::make_shared<state>();
 };
 static_assert(op_binding<registry>);
+
+namespace detail {
+template <std::size_t N>
+struct fixed_string {
+  char value[N];
+  constexpr fixed_string(const char (&s)[N]) { std::copy_n(s, N, value); }  // NOLINT: implicit by design
+  [[nodiscard]] constexpr std::string_view view() const { return {value, N - 1}; }
+};
+}  // namespace detail
+
+/// A kernel known at compile time: its name and a function taking packed_args.
+template <detail::fixed_string Name, auto Fn>
+  requires std::is_invocable_v<decltype(Fn), packed_args>
+struct kernel {
+  static constexpr std::string_view name = Name.view();
+  static constexpr packed_c_func fn = &detail::static_trampoline<Fn>;
+};
+
+/// Binding over a set of kernels fixed at compile time: each step calls a trampoline
+/// that calls the function directly (no object, no resource handle, no map at run time).
+///
+///   using kernels = gexec::static_registry<gexec::kernel<"add_one", &add_one>, gexec::kernel<"relu", &relu>>;
+///   auto ex = gexec::create(graph_json, kernels{});
+template <class... Kernels>
+class static_registry {
+ public:
+  [[nodiscard]] packed_function resolve(std::string_view name) const {
+    packed_function f{};
+    (void)((name == Kernels::name ? (f = {Kernels::fn, nullptr}, true) : false) || ...);
+    return f;
+  }
+  [[nodiscard]] std::string describe() const { return "static kernel registry"; }
+};
 
 }  // namespace gexec
