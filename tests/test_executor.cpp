@@ -279,6 +279,40 @@ TEST_CASE("zero-copy rewires every user of the storage, reshapes included, and c
   CHECK(contains(e, "tensor is on cuda:0, expected cpu:0"));
 }
 
+TEST_CASE("zero-copy leaves storage the planner reused for larger tensors alone") {
+  // out[i] = in[0] + i, over the whole output, as any kernel writes its output.
+  gexec::registry reg;
+  reg.add("spread", [](gexec::packed_args a) {
+    const DLTensor& in = a.tensor(0);
+    DLTensor& out = a.tensor(1);
+    for (std::int64_t i = 0; i < out.shape[0]; ++i) static_cast<float*>(out.data)[i] = static_cast<float*>(in.data)[0] + static_cast<float>(i);
+  });
+  // x [1] and t [64] share storage 0; t [64] and y [2] share storage 2 (t is dead by then).
+  gexec::graph_builder b;
+  auto x = b.input("x", {1});
+  auto t = b.op("t", "spread", {x}, {{{64}, gexec::dtypes::float32, 0, 0}});
+  auto u = b.op("u", "spread", {t}, {{{64}}});
+  auto y = b.op("y", "spread", {u}, {{{2}, gexec::dtypes::float32, 0, 1}});
+  b.output(y);
+  auto ex = gexec::create(b.build(), reg);
+
+  // The caller's tensors are views into larger buffers whose other elements must survive.
+  auto in_buffer = tensor({32}, std::vector<float>(32, 7.0f));
+  auto out_buffer = tensor({32}, std::vector<float>(32, 9.0f));
+  std::vector<std::int64_t> one{1}, two{2};
+  DLTensor in_view{in_buffer.data(), gexec::cpu(), 1, gexec::dtypes::float32, one.data(), nullptr, 0};
+  DLTensor out_view{out_buffer.data(), gexec::cpu(), 1, gexec::dtypes::float32, two.data(), nullptr, 0};
+  in_buffer.values<float>()[0] = 5.0f;
+  ex.set_input_zero_copy("x", gexec::ndarray::view(in_view, in_buffer.storage_owner()));
+  ex.set_output_zero_copy(0, gexec::ndarray::view(out_view, out_buffer.storage_owner()));
+  ex.run();
+  CHECK(out_buffer.values<float>()[0] == 5.0f);
+  CHECK(out_buffer.values<float>()[1] == 6.0f);
+  for (int i = 2; i < 32; ++i) CHECK(out_buffer.values<float>()[static_cast<std::size_t>(i)] == 9.0f);
+  CHECK(in_buffer.values<float>()[0] == 5.0f);  // the input is not overwritten by t
+  for (int i = 1; i < 32; ++i) CHECK(in_buffer.values<float>()[static_cast<std::size_t>(i)] == 7.0f);
+}
+
 TEST_CASE("set_input and copy_output_to check names, indices, shapes and dtypes") {
   gexec::graph_builder b;
   auto x = b.input("x", {2, 3});

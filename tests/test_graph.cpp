@@ -220,7 +220,7 @@ TEST_CASE("malformed graphs are rejected with the JSON path and the offending va
 }
 
 TEST_CASE("text that is not JSON is an invalid_json error with its position") {
-  for (const char* text : {"", "{", "{\"nodes\": [", "[1, 2,]", "{\"a\" 1}", "nul"}) {
+  for (const char* text : {"", "{", "{\"nodes\": [", "[1, 2,]", "{\"a\" 1}", "nul", "{} trailing", "{}{}", "[] ]"}) {
     CAPTURE(text);
     try {
       (void)gexec::parse_graph(text);

@@ -327,7 +327,7 @@ inline void read_graph_attrs(graph_attrs& attrs, const boost::json::value& v, co
 inline boost::json::value parse_json_text(std::string_view text, boost::json::storage_ptr sp) {
   boost::json::stream_parser p(sp);
   boost::system::error_code ec;
-  std::size_t used = p.write_some(text.data(), text.size(), ec);
+  std::size_t used = p.write(text.data(), text.size(), ec);  // text after the value is an error too
   if (!ec && used == text.size()) p.finish(ec);
   if (ec) {
     std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(used), '\n'));

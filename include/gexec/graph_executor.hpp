@@ -65,7 +65,7 @@ class graph_executor {
     for (const DLDevice& d : devices_)
       if (!Backends::serves(d.device_type)) throw error(errc::device_mismatch, "create: no backend serves " + to_string(d));
     plan_ = make_plan(graph_, binding_, devices_, backends_, allocator_);
-    storage_binding_.assign(plan_.storage.size(), bound_to::internal);
+    group_binding_.assign(plan_.entries.size(), bound_to::internal);
     for (std::size_t i = 0; i < graph_.arg_nodes.size(); ++i) input_index_.emplace(graph_.nodes[graph_.arg_nodes[i]].name, static_cast<int>(i));
     for (std::size_t i = 0; i < graph_.heads.size(); ++i) {
       output_names_.push_back(graph_.nodes[graph_.heads[i].node_id].name + ":" + std::to_string(i));
@@ -102,14 +102,18 @@ class graph_executor {
   }
   void set_input(std::string_view name, const ndarray& value) { set_input(require_input(name), value); }
 
-  /// Makes input `index` read `value`'s memory directly, at every use of its storage
-  /// (__nop aliases included). Shape, dtype, device and 64-byte alignment must match.
+  /// Makes input `index` read `value`'s memory directly, at every use of it: the entry,
+  /// the entries sharing its storage as __nop aliases, and every kernel argument made
+  /// from them. Shape, dtype, device and 64-byte alignment must match. Entries the
+  /// planner put on the same storage id once the input was dead keep gexec's memory,
+  /// so they neither overrun nor overwrite the caller's tensor.
   void set_input_zero_copy(int index, const ndarray& value) {
     std::uint32_t eid = input_entry(index);
     check_tensor("set_input_zero_copy", input_name(index), eid, value, true);
-    auto sid = storage_of(eid);
-    plan_.bind_storage(sid, value.data(), value.storage_owner());
-    storage_binding_[sid] = bound_to::input;
+    if (plan_.alias_group_bytes(eid) > value.byte_size())
+      throw error(errc::shape_mismatch, "set_input_zero_copy \"" + input_name(index) + "\": a __nop alias of it is larger than the tensor");
+    plan_.bind_alias_group(eid, value.data(), value.storage_owner());
+    group_binding_[plan_.alias_root[eid]] = bound_to::input;
   }
   void set_input_zero_copy(std::string_view name, const ndarray& value) { set_input_zero_copy(require_input(name), value); }
 
@@ -177,20 +181,22 @@ class graph_executor {
     return info;
   }
 
-  /// Makes output `index` be written into `value`'s memory. Where its storage is also an
-  /// input's, or already another output's, run() copies into `value` at the end instead.
+  /// Makes output `index` be written into `value`'s memory: the kernel producing it (or
+  /// the tensor it is a __nop alias of) writes there directly. Where the output is an
+  /// input's data, or already another output's, or an alias of something larger, run()
+  /// copies into `value` at the end instead.
   void set_output_zero_copy(int index, const ndarray& value) {
     std::uint32_t eid = output_entry(index);
     check_tensor("set_output_zero_copy", output_names_[static_cast<std::size_t>(index)], eid, value, true);
     std::erase_if(output_copies_, [&](const output_copy& c) { return c.index == index; });
-    auto sid = storage_of(eid);
-    bool shared_with_input = false;
-    for (std::uint32_t nid : graph_.arg_nodes) shared_with_input |= storage_of(graph_.entry_id(nid, 0)) == sid;
-    if (shared_with_input || storage_binding_[sid] != bound_to::internal) {
+    const std::uint32_t root = plan_.alias_root[eid];
+    bool is_input = false;
+    for (std::uint32_t nid : graph_.arg_nodes) is_input |= plan_.alias_root[graph_.entry_id(nid, 0)] == root;
+    if (is_input || group_binding_[root] != bound_to::internal || plan_.alias_group_bytes(eid) > value.byte_size()) {
       output_copies_.push_back({index, eid, value});
     } else {
-      plan_.bind_storage(sid, value.data(), value.storage_owner());
-      storage_binding_[sid] = bound_to::output;
+      plan_.bind_alias_group(eid, value.data(), value.storage_owner());
+      group_binding_[root] = bound_to::output;
     }
   }
 
@@ -314,12 +320,12 @@ class graph_executor {
   }
   [[nodiscard]] ndarray view_of(std::uint32_t eid) const { return ndarray::view(plan_.entries[eid], plan_.entry_owner[eid]); }
 
-  /// Returns entry `eid`'s storage to gexec's own memory if something else was bound.
+  /// Returns entry `eid`'s alias group to gexec's own memory if something else was bound.
   void unbind(std::uint32_t eid) {
     auto sid = storage_of(eid);
     if (plan_.entries[eid].data == plan_.storage[sid].buffer.get()) return;
-    plan_.bind_storage(sid, plan_.storage[sid].buffer.get(), plan_.storage[sid].buffer);
-    storage_binding_[sid] = bound_to::internal;
+    plan_.unbind_alias_group(eid, sid);
+    group_binding_[plan_.alias_root[eid]] = bound_to::internal;
   }
 
   /// Checks `value` against entry `eid`: dtype, shape, and for zero-copy use the device,
@@ -354,7 +360,7 @@ class graph_executor {
   std::shared_ptr<Backends> backends_;
   Allocator allocator_;
   gexec::plan plan_;
-  std::vector<bound_to> storage_binding_;
+  std::vector<bound_to> group_binding_;  // per alias root entry
   std::unordered_map<std::string, int> input_index_;
   std::unordered_map<std::string, int> output_index_;
   std::vector<std::string> output_names_;

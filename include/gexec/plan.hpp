@@ -6,6 +6,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -77,29 +78,33 @@ struct plan {
   std::vector<detail::call_step> calls;
   std::vector<detail::copy_step> copies;
   std::vector<detail::step_run> order;
-  /// Per storage id, every DLTensor that points into it (CSR), for rebinding in O(uses).
+  /// Per alias group (keyed by its root entry), every DLTensor that is that data: the
+  /// entries of the group and the arguments made from them (CSR), for rebinding in O(uses).
   std::vector<std::uint32_t> users_begin;
   std::vector<DLTensor*> users;
 
-  /// Points every entry and argument on storage `sid` at `data`.
-  void bind_storage(std::size_t sid, void* data, const std::shared_ptr<const void>& owner) {
-    for (std::uint32_t i = users_begin[sid]; i < users_begin[sid + 1]; ++i) {
+  /// Points entry `eid`, its __nop aliases and every argument made from them at `data`.
+  /// Other entries on the same storage id (the planner reuses storage once a tensor is
+  /// dead) keep their memory: they are other tensors.
+  void bind_alias_group(std::uint32_t eid, void* data, const std::shared_ptr<const void>& owner) {
+    const std::uint32_t root = alias_root[eid];
+    for (std::uint32_t i = users_begin[root]; i < users_begin[root + 1]; ++i) {
       DLTensor* t = users[i];
       t->data = data;
       if (t >= entries.data() && t < entries.data() + entries.size()) entry_owner[static_cast<std::size_t>(t - entries.data())] = owner;
     }
   }
-
-  /// Points entry `eid` and every __nop alias of it (not the rest of its storage) at `data`.
-  void bind_alias_group(std::uint32_t eid, void* data, const std::shared_ptr<const void>& owner) {
+  /// Returns entry `eid`'s alias group to its storage id's own buffer.
+  void unbind_alias_group(std::uint32_t eid, std::size_t sid) { bind_alias_group(eid, storage[sid].buffer.get(), storage[sid].buffer); }
+  /// Bytes of the largest entry in `eid`'s alias group.
+  [[nodiscard]] std::uint64_t alias_group_bytes(std::uint32_t eid) const {
+    std::uint64_t bytes = 0;
     const std::uint32_t root = alias_root[eid];
-    for (std::size_t e = 0; e < entries.size(); ++e)
-      if (alias_root[e] == root) {
-        entries[e].data = data;
-        entry_owner[e] = owner;
-      }
-    for (std::size_t i = 0; i < args.size(); ++i)
-      if (alias_root[arg_entry[i]] == root) args[i].data = data;
+    for (std::uint32_t i = users_begin[root]; i < users_begin[root + 1]; ++i) {
+      const DLTensor& t = *users[i];
+      bytes = std::max(bytes, detail::checked_byte_size({t.shape, static_cast<std::size_t>(t.ndim)}, t.dtype).value_or(0));
+    }
+    return bytes;
   }
 };
 
@@ -246,15 +251,15 @@ plan make_plan(const graph& g, const Binding& binding, const std::vector<DLDevic
     append_step(detail::step_kind::call, p.calls.size() - 1);
   }
 
-  // Users of each storage id: its entries and the arguments made from them.
+  // Users of each alias group: its entries and the arguments made from them.
   std::vector<std::uint32_t> count(n_entries + 1, 0);
-  for (std::size_t e = 0; e < n_entries; ++e) ++count[static_cast<std::size_t>(attrs.storage_id[e]) + 1];
-  for (std::uint32_t eid : p.arg_entry) ++count[static_cast<std::size_t>(attrs.storage_id[eid]) + 1];
+  for (std::size_t e = 0; e < n_entries; ++e) ++count[p.alias_root[e] + 1];
+  for (std::uint32_t eid : p.arg_entry) ++count[p.alias_root[eid] + 1];
   for (std::size_t i = 1; i <= n_entries; ++i) count[i] += count[i - 1];
   p.users_begin = count;
   p.users.resize(count.back());
-  for (std::size_t e = 0; e < n_entries; ++e) p.users[count[static_cast<std::size_t>(attrs.storage_id[e])]++] = &p.entries[e];
-  for (std::size_t i = 0; i < p.args.size(); ++i) p.users[count[static_cast<std::size_t>(attrs.storage_id[p.arg_entry[i]])]++] = &p.args[i];
+  for (std::size_t e = 0; e < n_entries; ++e) p.users[count[p.alias_root[e]]++] = &p.entries[e];
+  for (std::size_t i = 0; i < p.args.size(); ++i) p.users[count[p.alias_root[p.arg_entry[i]]]++] = &p.args[i];
   return p;
 }
 
