@@ -313,6 +313,25 @@ TEST_CASE("zero-copy leaves storage the planner reused for larger tensors alone"
   for (int i = 1; i < 32; ++i) CHECK(in_buffer.values<float>()[static_cast<std::size_t>(i)] == 7.0f);
 }
 
+TEST_CASE("storage no address space holds is an error at creation, not a wrapped arena") {
+  gexec::registry reg;
+  // Each entry fits in int64, so the graph is valid; their sum does not fit.
+  gexec::graph_builder b;
+  auto x = b.input("a", {INT64_MAX}, gexec::dtypes::int8);
+  auto y = b.input("b", {INT64_MAX}, gexec::dtypes::int8);
+  b.output(x);
+  b.output(y);
+  auto e = error_of([&] { (void)gexec::create(b.build(), reg); });
+  CHECK(e.code() == gexec::errc::out_of_memory);
+  CHECK(contains(e, "exceeds an address space"));
+  // One tensor larger than any machine's memory (2^61 bytes).
+  gexec::graph_builder big;
+  big.output(big.input("x", {std::int64_t{1} << 59}));
+  e = error_of([&] { (void)gexec::create(big.build(), reg); });
+  CHECK(e.code() == gexec::errc::out_of_memory);
+  CHECK(e.code() == error_of([] { (void)gexec::ndarray::empty({std::int64_t{1} << 59}, gexec::dtypes::float32); }).code());
+}
+
 TEST_CASE("set_input and copy_output_to check names, indices, shapes and dtypes") {
   gexec::graph_builder b;
   auto x = b.input("x", {2, 3});

@@ -24,6 +24,7 @@ enum class errc {
   kernel_failed,      ///< a kernel returned non-zero
   io,                 ///< a file that cannot be opened, read or mapped
   unsupported,        ///< a valid request gexec does not implement
+  out_of_memory,      ///< memory that cannot be had, or a size no address space holds
 };
 
 /// Stable lower-case name of an error code ("invalid_graph", ...).
@@ -44,6 +45,7 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::kernel_failed: return "kernel_failed";
     case errc::io: return "io";
     case errc::unsupported: return "unsupported";
+    case errc::out_of_memory: return "out_of_memory";
   }
   return "unknown";
 }

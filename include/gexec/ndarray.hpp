@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/aligned_memory.hpp"
 #include "detail/shape.hpp"
 #include "device.hpp"
 #include "dtype.hpp"
@@ -23,7 +24,7 @@
 namespace gexec {
 
 /// Alignment of every buffer gexec allocates; TVM-compiled kernels assume it.
-inline constexpr std::size_t kernel_alignment = 64;
+inline constexpr std::size_t kernel_alignment = detail::host_alignment;
 
 namespace detail {
 
@@ -34,12 +35,11 @@ struct ndarray_state {
   std::shared_ptr<const void> keepalive;  // whatever owns tensor.data
 };
 
-/// Host memory aligned for kernels; at least one alignment unit so `data` is never null.
+/// Zeroed host memory aligned for kernels; at least one alignment unit so `data` is never null.
 inline std::shared_ptr<void> allocate_host(std::uint64_t bytes) {
-  std::size_t n = static_cast<std::size_t>(align_up(bytes == 0 ? 1 : bytes, kernel_alignment));
-  void* p = ::operator new(n, std::align_val_t{kernel_alignment});
-  std::memset(p, 0, n);
-  return {p, [](void* q) { ::operator delete(q, std::align_val_t{kernel_alignment}); }};
+  void* p = allocate_aligned(bytes);
+  std::memset(p, 0, static_cast<std::size_t>(align_up(bytes == 0 ? 1 : bytes, host_alignment)));
+  return {p, &free_aligned};
 }
 
 }  // namespace detail

@@ -4,6 +4,7 @@
 // share_params) keep it alive after the executor is gone.
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -24,7 +25,11 @@ struct pool_allocator {
     std::uint64_t total = 0;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       offsets[i] = total;
-      total += detail::align_up(sizes[i] == 0 ? 1 : sizes[i], kernel_alignment);
+      // Offsets become pointers: the arena must neither wrap nor outgrow an address space.
+      const std::uint64_t bytes = detail::align_up(sizes[i] == 0 ? 1 : sizes[i], kernel_alignment);
+      if (bytes < sizes[i] || bytes > static_cast<std::uint64_t>(PTRDIFF_MAX) - total)
+        throw error(errc::out_of_memory, "pool_allocator: the storage on " + to_string(device) + " exceeds an address space");
+      total += bytes;
     }
     void* base = backend->allocate(device, total);
     std::shared_ptr<void> arena(base, [backend, device](void* p) { backend->free(device, p); });

@@ -2,7 +2,7 @@
 // The host backend: 64-byte aligned memory and memcpy.
 
 #include <cstring>
-#include <new>
+#include "../detail/aligned_memory.hpp"
 
 #include "../detail/shape.hpp"
 #include "../device.hpp"
@@ -15,11 +15,8 @@ namespace gexec {
 struct cpu_backend {
   static constexpr int device_type = kDLCPU;
 
-  void* allocate(DLDevice, std::uint64_t bytes) {
-    return ::operator new(static_cast<std::size_t>(detail::align_up(bytes == 0 ? 1 : bytes, kernel_alignment)),
-                          std::align_val_t{kernel_alignment});
-  }
-  void free(DLDevice, void* p) { ::operator delete(p, std::align_val_t{kernel_alignment}); }
+  void* allocate(DLDevice, std::uint64_t bytes) { return detail::allocate_aligned(bytes); }
+  void free(DLDevice, void* p) { detail::free_aligned(p); }
   void copy(const DLTensor& src, DLTensor& dst) {
     if (src.device.device_type != kDLCPU || dst.device.device_type != kDLCPU)
       throw error(errc::device_mismatch, "cpu backend cannot copy from " + to_string(src.device) + " to " + to_string(dst.device));

@@ -3,6 +3,7 @@
 // its context slots, so that its kernels run without libtvm_runtime.
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -21,17 +22,27 @@ struct module_context {
   std::string name;  ///< for error messages
 };
 
-inline void api_set_last_error(const char* message) { set_last_error(message ? message : ""); }
+inline void api_set_last_error(const char* message) noexcept {
+  try {
+    set_last_error(message ? message : "");
+  } catch (...) {  // no memory for the message: keep the previous one
+  }
+}
 
-inline void* backend_alloc_workspace(int device_type, int device_id, std::uint64_t nbytes, int, int) {
+inline void* backend_alloc_workspace(int device_type, int device_id, std::uint64_t nbytes, int, int) noexcept {
   if (device_type != kDLCPU) {
     set_last_error("TVMBackendAllocWorkspace: no workspace allocator for " + to_string(DLDevice{static_cast<DLDeviceType>(device_type), device_id}));
     return nullptr;
   }
-  return workspace_arena::this_thread().allocate(nbytes);
+  try {
+    return workspace_arena::this_thread().allocate(nbytes);
+  } catch (const std::exception& e) {
+    set_last_error(std::string("TVMBackendAllocWorkspace: ") + e.what());
+    return nullptr;
+  }
 }
 
-inline int backend_free_workspace(int device_type, int device_id, void* ptr) {
+inline int backend_free_workspace(int device_type, int device_id, void* ptr) noexcept {
   if (device_type != kDLCPU || workspace_arena::this_thread().free(ptr) != 0) {
     set_last_error("TVMBackendFreeWorkspace: " + to_string(DLDevice{static_cast<DLDeviceType>(device_type), device_id}) +
                    " workspace was not allocated by this thread");
@@ -46,18 +57,23 @@ inline int backend_parallel_launch(FTVMParallelLambda f, void* cdata, int num_ta
 
 inline int backend_parallel_barrier(int, TVMParallelGroupEnv* penv) { return thread_pool::barrier(penv); }
 
-inline int backend_get_func_from_env(void* mod_node, const char* func_name, void** out) {
-  std::string_view name = func_name ? func_name : "";
-  const auto* ctx = static_cast<const module_context*>(mod_node);
-  const packed_function* f = ctx && ctx->find ? ctx->find(ctx, name) : nullptr;
-  if (!f) f = find_global_function(name);
-  if (!f) {
-    set_last_error("function \"" + std::string(name) + "\" is neither in " + (ctx ? ctx->name : std::string("the module")) +
-                   " nor registered with gexec::register_global_function");
+inline int backend_get_func_from_env(void* mod_node, const char* func_name, void** out) noexcept {
+  try {
+    std::string_view name = func_name ? func_name : "";
+    const auto* ctx = static_cast<const module_context*>(mod_node);
+    const packed_function* f = ctx && ctx->find ? ctx->find(ctx, name) : nullptr;
+    if (!f) f = find_global_function(name);
+    if (!f) {
+      set_last_error("function \"" + std::string(name) + "\" is neither in " + (ctx ? ctx->name : std::string("the module")) +
+                     " nor registered with gexec::register_global_function");
+      return -1;
+    }
+    *out = const_cast<packed_function*>(f);
+    return 0;
+  } catch (const std::exception& e) {
+    set_last_error(std::string("TVMBackendGetFuncFromEnv: ") + e.what());
     return -1;
   }
-  *out = const_cast<packed_function*>(f);
-  return 0;
 }
 
 inline int api_func_call(void* handle, TVMValue* args, int* codes, int num_args, TVMValue* ret, int* ret_code) {

@@ -11,21 +11,23 @@
 #include <new>
 #include <vector>
 
+#include "aligned_memory.hpp"
 #include "shape.hpp"
 
 namespace gexec::detail {
 
 class workspace_arena {
  public:
+  /// Throws gexec::error when the memory cannot be had.
   void* allocate(std::uint64_t nbytes) {
+    if (nbytes > static_cast<std::uint64_t>(PTRDIFF_MAX) / 2)
+      throw error(errc::out_of_memory, "workspace of " + std::to_string(nbytes) + " bytes");
     std::size_t n = static_cast<std::size_t>(align_up(nbytes == 0 ? 1 : nbytes, 64));
     while (current_ < chunks_.size() && chunks_[current_].size - chunks_[current_].used < n) ++current_;
     if (current_ == chunks_.size()) {
       std::size_t last = chunks_.empty() ? 0 : chunks_.back().size;
       std::size_t size = std::max({n, 2 * last, std::size_t{1} << 16});
-      chunks_.push_back({std::unique_ptr<std::byte, aligned_delete>(
-                             static_cast<std::byte*>(::operator new(size, std::align_val_t{64}))),
-                         size, 0});
+      chunks_.push_back({std::unique_ptr<std::byte, aligned_delete>(static_cast<std::byte*>(allocate_aligned(size))), size, 0});
     }
     chunk& c = chunks_[current_];
     void* p = c.memory.get() + c.used;
@@ -56,7 +58,7 @@ class workspace_arena {
 
  private:
   struct aligned_delete {
-    void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t{64}); }
+    void operator()(std::byte* p) const { free_aligned(p); }
   };
   struct chunk {
     std::unique_ptr<std::byte, aligned_delete> memory;
