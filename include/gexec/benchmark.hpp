@@ -4,6 +4,8 @@
 // measurements of `number` calls each, growing `number` until a measurement lasts
 // at least `min_repeat_ms`.
 
+#include "config.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 struct benchmark_options {
   int repeat = 5;
@@ -70,4 +72,4 @@ benchmark_result benchmark(Executor& ex, benchmark_options opt = {}) {
   return benchmark([&ex] { ex.run(); }, opt);
 }
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -1,11 +1,13 @@
 #pragma once
 // Devices are DLPack's DLDevice; these helpers name and compare them.
 
+#include "config.hpp"
+
 #include <dlpack/dlpack.h>
 
 #include <string>
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 constexpr DLDevice cpu(int id = 0) noexcept { return {kDLCPU, id}; }
 constexpr DLDevice cuda(int id = 0) noexcept { return {kDLCUDA, id}; }
@@ -34,4 +36,4 @@ inline std::string to_string(DLDevice d) {
   return device_type_name(d.device_type) + ":" + std::to_string(d.device_id);
 }
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

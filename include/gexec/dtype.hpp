@@ -1,6 +1,8 @@
 #pragma once
 // Element types: DLPack's DLDataType, spelled the way TVM writes it in graph JSON.
 
+#include "config.hpp"
+
 #include <dlpack/dlpack.h>
 
 #include <charconv>
@@ -13,7 +15,7 @@
 
 #include "error.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 /// Type codes TVM v0.19 uses beyond DLPack 0.6's (its float8 codes differ from DLPack 1.x).
 inline constexpr std::uint8_t tvm_float8_e4m3_code = 6;
@@ -120,4 +122,4 @@ constexpr DLDataType dtype_of() noexcept {
   else return {kDLUInt, sizeof(T) * 8, 1};
 }
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -1,11 +1,13 @@
 #pragma once
 // The one exception type gexec throws, with a machine-readable code.
 
+#include "config.hpp"
+
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 /// What went wrong, for callers that branch on the kind of failure.
 enum class errc {
@@ -63,4 +65,4 @@ class error : public std::runtime_error {
   errc code_;
 };
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

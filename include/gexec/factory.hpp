@@ -6,6 +6,8 @@
 //   gexec::factory f = gexec::load_factory("model.so");
 //   auto ex = f.create({gexec::cpu()});
 
+#include "config.hpp"
+
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -15,7 +17,7 @@
 #include "graph_executor.hpp"
 #include "module_blob.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 class factory {
  public:
@@ -58,4 +60,4 @@ inline factory load_factory(const std::filesystem::path& path) {
   return factory(std::move(lib), std::move(*blob.factory), std::move(blob.cuda_modules));
 }
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -4,6 +4,8 @@
 // their implementations here. Entries are never freed, because compiled libraries
 // cache the handles they looked up; re-registering updates an entry in place.
 
+#include "config.hpp"
+
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,7 +15,7 @@
 
 #include "packed_function.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -71,4 +73,4 @@ inline const packed_function* find_global_function(std::string_view name) {
   return it == r.entries.end() || !*it->second ? nullptr : it->second.get();
 }
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -1,9 +1,11 @@
 #pragma once
 // Forward declarations of gexec's public types, with the executor's default policies.
 
+#include "config.hpp"
+
 #include "backends/backend.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 class error;
 class ndarray;
@@ -32,4 +34,4 @@ class static_registry;
 template <class Backends = backends<cpu_backend>, class Allocator = pool_allocator, class Binding = packed_c_abi>
 class graph_executor;
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -3,6 +3,8 @@
 // validates it completely, so everything after load can trust every index in it;
 // to_json() writes it back in the form TVM v0.19 reads.
 
+#include "config.hpp"
+
 #include <dlpack/dlpack.h>
 
 #include <boost/json.hpp>
@@ -24,7 +26,7 @@
 #include "dtype.hpp"
 #include "error.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 /// One output of one node: [node_id, index, version] in the JSON.
 struct node_entry {
@@ -435,4 +437,4 @@ inline std::string to_json(const graph& g) {
   return json::serialize(doc);
 }
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -8,6 +8,8 @@
 //   b.output(y);
 //   gexec::graph g = b.build();
 
+#include "config.hpp"
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -15,7 +17,7 @@
 
 #include "graph.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 /// Shape, dtype and placement of one node output.
 struct tensor_type {
@@ -127,4 +129,4 @@ class graph_builder {
   std::vector<int> devices_;  // per entry; 0 = default
 };
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -8,6 +8,8 @@
 //   ex.run();
 //   gexec::ndarray out = ex.get_output(0);
 
+#include "config.hpp"
+
 #include <dlpack/dlpack.h>
 
 #include <algorithm>
@@ -36,7 +38,7 @@
 #include "params.hpp"
 #include "plan.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 /// Name, shape and dtype of a graph input or output.
 struct tensor_info {
@@ -386,4 +388,4 @@ graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(std::strin
   return {parse_graph(graph_json), std::move(kernels), std::move(devices)};
 }
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

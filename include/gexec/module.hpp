@@ -3,6 +3,8 @@
 // the library's context slots with gexec's runtime hooks, so its kernels run
 // without libtvm_runtime; get_function() resolves packed functions by name.
 
+#include "config.hpp"
+
 #include <boost/dll/shared_library.hpp>
 
 #include <dlfcn.h>
@@ -21,7 +23,7 @@
 #include "error.hpp"
 #include "tvm_abi.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -130,4 +132,4 @@ inline module load_module(const std::filesystem::path& path) {
   return m;
 }
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -5,6 +5,8 @@
 // (graph JSON, parameters, module name), the host-library marker "_lib", the import
 // tree, and CUDA modules (kept for the CUDA backend); any other module type is an error.
 
+#include "config.hpp"
+
 #include <dlpack/dlpack.h>
 
 #include <algorithm>
@@ -18,7 +20,7 @@
 #include "detail/byte_io.hpp"
 #include "params.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 /// One kernel of a CUDA module: argument types and the launch-parameter tags that
 /// say how the trailing launch arguments map to grid, block and shared memory.
@@ -196,4 +198,4 @@ inline std::vector<std::byte> write_module_blob(const graph_factory_blob& factor
   return std::move(out).take();
 }
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -3,6 +3,8 @@
 // 64-byte aligned storage or views storage kept alive by someone else (a mapped
 // parameter file, an executor, a DLPack producer).
 
+#include "config.hpp"
+
 #include <dlpack/dlpack.h>
 
 #include <cstddef>
@@ -21,7 +23,7 @@
 #include "dtype.hpp"
 #include "error.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 /// Alignment of every buffer gexec allocates; TVM-compiled kernels assume it.
 inline constexpr std::size_t kernel_alignment = detail::host_alignment;
@@ -215,4 +217,4 @@ class ndarray {
   std::shared_ptr<detail::ndarray_state> state_;
 };
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

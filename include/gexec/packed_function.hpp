@@ -3,6 +3,8 @@
 // a packed call, and make_packed() turns a C++ callable into a packed_function without
 // std::function: one trampoline per callable type, called through a plain pointer.
 
+#include "config.hpp"
+
 #include <dlpack/dlpack.h>
 
 #include <exception>
@@ -15,7 +17,7 @@
 #include "error.hpp"
 #include "tvm_abi.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 /// The arguments of one packed call.
 struct packed_args {
@@ -106,4 +108,4 @@ class owned_packed_function {
   packed_function fn_;
 };
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -3,6 +3,8 @@
 // written bit for bit. Reading copies the tensors or, from a file, maps it and hands
 // out views that keep the mapping alive.
 
+#include "config.hpp"
+
 #include <dlpack/dlpack.h>
 
 #include <boost/interprocess/file_mapping.hpp>
@@ -26,7 +28,7 @@
 #include "detail/shape.hpp"
 #include "ndarray.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 inline constexpr std::uint64_t param_list_magic = 0xF7E58D4F05049CB7ULL;
 inline constexpr std::uint64_t tensor_magic = 0xDD5E40F096B4A13FULL;
@@ -249,4 +251,4 @@ inline void save_param_dict_file(const param_dict& dict, const std::filesystem::
   if (!out) throw error(errc::io, "cannot write parameter file " + path.string());
 }
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -4,6 +4,8 @@
 // function pointer and pointers into the flat argument arrays). Built once at
 // creation; run() walks it without allocating, hashing or comparing strings.
 
+#include "config.hpp"
+
 #include <dlpack/dlpack.h>
 
 #include <algorithm>
@@ -18,7 +20,7 @@
 #include "graph.hpp"
 #include "tvm_abi.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -263,4 +265,4 @@ plan make_plan(const graph& g, const Binding& binding, const std::vector<DLDevic
   return p;
 }
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

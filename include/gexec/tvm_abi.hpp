@@ -3,6 +3,8 @@
 // types compiled kernels are called with and the hooks they call back through.
 // Declared here, with gexec's names, so that no TVM header is needed.
 
+#include "config.hpp"
+
 #include <dlpack/dlpack.h>
 
 #include <cstdint>
@@ -28,7 +30,7 @@ typedef struct {
 typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
 }
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 /// TVMBackendPackedCFunc: every kernel a TVM-compiled library exports has this type.
 using packed_c_func = int (*)(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value,
@@ -59,4 +61,4 @@ enum type_code : int {
   tc_ndarray = 13,
 };
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -3,6 +3,8 @@
 // device. Each buffer comes back as a shared_ptr so that views (get_output,
 // share_params) keep it alive after the executor is gone.
 
+#include "../config.hpp"
+
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +16,7 @@
 #include "../detail/shape.hpp"
 #include "../ndarray.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 /// One arena per device holding every storage id's buffer at a 64-byte aligned offset:
 /// one allocation per executor and device, and neighbouring buffers in one region.
@@ -52,4 +54,4 @@ struct buffer_allocator {
   }
 };
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

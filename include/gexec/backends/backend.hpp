@@ -2,6 +2,8 @@
 // The device-backend policy: what a backend must provide, and backends<...>, the
 // compile-time list of backends an executor dispatches device types over.
 
+#include "../config.hpp"
+
 #include <dlpack/dlpack.h>
 
 #include <concepts>
@@ -12,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 /// A backend serves one DLDeviceType: it allocates and frees device memory, copies
 /// tensors between that device and the host (or within it), and waits for the device.
@@ -65,4 +67,4 @@ inline constexpr bool is_backends_v = false;
 template <class... Bs>
 inline constexpr bool is_backends_v<backends<Bs...>> = true;
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -1,6 +1,8 @@
 #pragma once
 // The host backend: 64-byte aligned memory and memcpy.
 
+#include "../config.hpp"
+
 #include <cstring>
 #include "../detail/aligned_memory.hpp"
 
@@ -10,7 +12,7 @@
 #include "../ndarray.hpp"
 #include "backend.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 struct cpu_backend {
   static constexpr int device_type = kDLCPU;
@@ -27,4 +29,4 @@ struct cpu_backend {
 };
 static_assert(device_backend<cpu_backend>);
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

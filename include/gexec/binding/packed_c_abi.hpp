@@ -2,6 +2,8 @@
 // Binding over a TVM-compiled library: func_name is the exported symbol of a
 // TVMBackendPackedCFunc.
 
+#include "../config.hpp"
+
 #include <string>
 #include <string_view>
 #include <utility>
@@ -9,7 +11,7 @@
 #include "../module.hpp"
 #include "binding.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 class packed_c_abi {
  public:
@@ -25,4 +27,4 @@ class packed_c_abi {
 };
 static_assert(op_binding<packed_c_abi>);
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -7,6 +7,8 @@
 //   kernels.add("add_one", [](gexec::packed_args a) { ... a.tensor(0) ... });
 //   auto ex = gexec::create(graph_json, kernels, {gexec::cpu()});
 
+#include "../config.hpp"
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -18,7 +20,7 @@
 #include "../packed_function.hpp"
 #include "binding.hpp"
 
-namespace gexec {
+GEXEC_NAMESPACE_BEGIN
 
 class registry {
  public:
@@ -88,4 +90,4 @@ class static_registry {
   [[nodiscard]] std::string describe() const { return "static kernel registry"; }
 };
 
-}  // namespace gexec
+GEXEC_NAMESPACE_END

@@ -2,6 +2,8 @@
 // 64-byte aligned host memory, with failures (an impossible size, an exhausted heap)
 // reported as gexec::error instead of std::bad_alloc.
 
+#include "../config.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -10,7 +12,8 @@
 #include "../error.hpp"
 #include "shape.hpp"
 
-namespace gexec::detail {
+GEXEC_NAMESPACE_BEGIN
+namespace detail {
 
 inline constexpr std::size_t host_alignment = 64;
 
@@ -26,4 +29,5 @@ inline void* allocate_aligned(std::uint64_t bytes) {
 
 inline void free_aligned(void* p) noexcept { ::operator delete(p, std::align_val_t{host_alignment}); }
 
-}  // namespace gexec::detail
+}  // namespace detail
+GEXEC_NAMESPACE_END

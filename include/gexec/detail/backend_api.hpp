@@ -2,6 +2,8 @@
 // gexec's implementations of the runtime hooks a TVM-compiled library calls through
 // its context slots, so that its kernels run without libtvm_runtime.
 
+#include "../config.hpp"
+
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -14,7 +16,8 @@
 #include "thread_pool.hpp"
 #include "workspace.hpp"
 
-namespace gexec::detail {
+GEXEC_NAMESPACE_BEGIN
+namespace detail {
 
 /// What a library's __tvm_module_ctx points at: the module, for function look-ups.
 struct module_context {
@@ -106,4 +109,5 @@ inline const context_slot (&context_slots())[7] {
   return slots;
 }
 
-}  // namespace gexec::detail
+}  // namespace detail
+GEXEC_NAMESPACE_END

@@ -2,6 +2,8 @@
 // Little-endian reading and writing of dmlc's serialization primitives (what TVM's
 // parameter blobs and module blobs are made of), with bounds checked on every read.
 
+#include "../config.hpp"
+
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +16,8 @@
 
 #include "../error.hpp"
 
-namespace gexec::detail {
+GEXEC_NAMESPACE_BEGIN
+namespace detail {
 
 static_assert(std::endian::native == std::endian::little, "gexec reads TVM's little-endian formats natively");
 
@@ -105,4 +108,5 @@ class byte_writer {
   std::vector<std::byte> out_;
 };
 
-}  // namespace gexec::detail
+}  // namespace detail
+GEXEC_NAMESPACE_END

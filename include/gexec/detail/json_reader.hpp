@@ -2,6 +2,8 @@
 // Checked access to a Boost.JSON DOM that reports the JSON path of whatever is wrong
 // ("nodes[12].inputs[1]"). Paths are linked stack frames, so the happy path builds no string.
 
+#include "../config.hpp"
+
 #include <boost/json.hpp>
 
 #include <charconv>
@@ -12,7 +14,8 @@
 
 #include "../error.hpp"
 
-namespace gexec::detail {
+GEXEC_NAMESPACE_BEGIN
+namespace detail {
 
 class json_path {
  public:
@@ -92,4 +95,5 @@ inline std::uint32_t json_u32_string(const boost::json::value& v, const json_pat
   return x;
 }
 
-}  // namespace gexec::detail
+}  // namespace detail
+GEXEC_NAMESPACE_END

@@ -2,10 +2,13 @@
 // The per-thread message a kernel leaves through TVMAPISetLastError before returning
 // non-zero; the executor turns it into a gexec::error naming the node.
 
+#include "../config.hpp"
+
 #include <string>
 #include <string_view>
 
-namespace gexec::detail {
+GEXEC_NAMESPACE_BEGIN
+namespace detail {
 
 inline std::string& last_error() {
   thread_local std::string message;
@@ -21,4 +24,5 @@ inline std::string take_last_error() {
   return m;
 }
 
-}  // namespace gexec::detail
+}  // namespace detail
+GEXEC_NAMESPACE_END

@@ -1,6 +1,8 @@
 #pragma once
 // Overflow-checked shape arithmetic shared by the graph, parameter and tensor code.
 
+#include "../config.hpp"
+
 #include <dlpack/dlpack.h>
 
 #include <cstdint>
@@ -11,7 +13,8 @@
 
 #include "../dtype.hpp"
 
-namespace gexec::detail {
+GEXEC_NAMESPACE_BEGIN
+namespace detail {
 
 /// Element count of a shape; nullopt if a dimension is negative or the product
 /// does not fit in int64 (so it also fits in size_t and in a DLTensor's arithmetic).
@@ -52,4 +55,5 @@ constexpr std::uint64_t align_up(std::uint64_t n, std::uint64_t alignment) noexc
   return (n + alignment - 1) & ~(alignment - 1);
 }
 
-}  // namespace gexec::detail
+}  // namespace detail
+GEXEC_NAMESPACE_END

@@ -4,6 +4,8 @@
 // run at once, so a barrier between them works. The pool size comes from
 // GEXEC_NUM_THREADS, else TVM_NUM_THREADS, else the number of cores.
 
+#include "../config.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -15,7 +17,8 @@
 #include "../tvm_abi.hpp"
 #include "last_error.hpp"
 
-namespace gexec::detail {
+GEXEC_NAMESPACE_BEGIN
+namespace detail {
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -180,4 +183,5 @@ class thread_pool {
   job stop_job_;
 };
 
-}  // namespace gexec::detail
+}  // namespace detail
+GEXEC_NAMESPACE_END

@@ -4,6 +4,8 @@
 // steady state allocates nothing. Kernels free in LIFO order; an out-of-order
 // free is tolerated (the block is released when everything above it is).
 
+#include "../config.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +16,8 @@
 #include "aligned_memory.hpp"
 #include "shape.hpp"
 
-namespace gexec::detail {
+GEXEC_NAMESPACE_BEGIN
+namespace detail {
 
 class workspace_arena {
  public:
@@ -76,4 +79,5 @@ class workspace_arena {
   std::size_t current_ = 0;
 };
 
-}  // namespace gexec::detail
+}  // namespace detail
+GEXEC_NAMESPACE_END

@@ -1,0 +1,31 @@
+#pragma once
+// gexec's version, its ABI namespace, and the settings its dependencies need. Every
+// gexec header includes this first, so a plain compiler invocation builds the same
+// program as the CMake target does.
+
+/// The version of these headers; CMake's project version is read from here.
+#define GEXEC_VERSION_MAJOR 0
+#define GEXEC_VERSION_MINOR 2
+#define GEXEC_VERSION_PATCH 0
+#define GEXEC_VERSION (GEXEC_VERSION_MAJOR * 10000 + GEXEC_VERSION_MINOR * 100 + GEXEC_VERSION_PATCH)
+
+// Everything gexec defines lives in an inline namespace named after its version, so
+// two copies of gexec of different versions in one process (two plugins, say) never
+// share a symbol, a singleton or a thread pool by accident.
+#define GEXEC_ABI_NAMESPACE v0_2
+#define GEXEC_NAMESPACE_BEGIN \
+  namespace gexec {           \
+  inline namespace GEXEC_ABI_NAMESPACE {
+#define GEXEC_NAMESPACE_END \
+  }                         \
+  }
+
+// Boost.DLL on std::filesystem keeps Boost.Filesystem out of users' link lines. It must
+// be set the same way in every translation unit of a program (else Boost.DLL's inline
+// functions differ between them), so it is set here rather than by the build system.
+#ifndef BOOST_DLL_USE_STD_FS
+#if defined(BOOST_DLL_SHARED_LIBRARY_HPP)
+#error "gexec: include <gexec/...> before <boost/dll/...>, or define BOOST_DLL_USE_STD_FS for the whole program"
+#endif
+#define BOOST_DLL_USE_STD_FS 1
+#endif
