@@ -10,11 +10,14 @@
 #include <dlpack/dlpack.h>
 
 GEXEC_NAMESPACE_BEGIN
-class runtime;
 namespace detail {
 
+class thread_pool;
+class env_registry;
+
 struct run_context {
-  gexec::runtime* runtime = nullptr;
+  thread_pool* pool = nullptr;       ///< serves TVMBackendParallelLaunch
+  const env_registry* env = nullptr; ///< serves TVMBackendGetFuncFromEnv and calls through its handles
   const void* executor = nullptr;
   DLDevice device{kDLCPU, 0};
   void* stream = nullptr;
