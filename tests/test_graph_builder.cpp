@@ -49,7 +49,7 @@ TEST_CASE("a graph with no nodes is valid and empty") {
   gexec::graph g = gexec::graph_builder().build();
   CHECK(g.nodes.empty());
   CHECK(g.num_entries() == 0);
-  CHECK(gexec::parse_graph(gexec::to_json(g)).nodes.empty());
+  CHECK(gexec::parse_graph(gexec::to_json(g))->nodes.empty());
 }
 
 TEST_CASE("the builder rejects references to outputs that do not exist") {

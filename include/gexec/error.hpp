@@ -27,6 +27,7 @@ enum class errc {
   io,                 ///< a file that cannot be opened, read or mapped
   unsupported,        ///< a valid request gexec does not implement
   out_of_memory,      ///< memory that cannot be had, or a size no address space holds
+  busy,               ///< an executor entered by a second thread while one is inside it
 };
 
 /// Stable lower-case name of an error code ("invalid_graph", ...).
@@ -48,6 +49,7 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::io: return "io";
     case errc::unsupported: return "unsupported";
     case errc::out_of_memory: return "out_of_memory";
+    case errc::busy: return "busy";
   }
   return "unknown";
 }

@@ -6,4 +6,6 @@
 #include "factory.hpp"             // single-file libraries (export_library)
 #include "function_registry.hpp"   // functions kernels look up at run time
 #include "graph_builder.hpp"       // graphs built in C++
-#include "graph_executor.hpp"      // graph_executor, create()
+#include "graph_executor.hpp"      // graph_executor: one instance of a model
+#include "model.hpp"               // model: graph + kernels + plan + parameters; create()
+#include "runtime.hpp"             // runtime: thread pool, registered functions, modules

@@ -11,6 +11,7 @@ class error;
 class ndarray;
 class param_dict;
 struct graph;
+class validated_graph;
 struct node;
 struct node_entry;
 class graph_builder;
@@ -22,6 +23,9 @@ struct benchmark_options;
 struct benchmark_result;
 struct tensor_info;
 struct plan;
+class runtime;
+struct runtime_options;
+struct model_options;
 
 struct cpu_backend;
 struct pool_allocator;
@@ -33,5 +37,8 @@ class static_registry;
 
 template <class Backends = backends<cpu_backend>, class Allocator = pool_allocator, class Binding = packed_c_abi>
 class graph_executor;
+template <class Backends = backends<cpu_backend>, class Allocator = pool_allocator, class Binding = packed_c_abi>
+class basic_model;
+using model = basic_model<>;
 
 GEXEC_NAMESPACE_END

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -78,7 +79,7 @@ struct graph {
 /// Throws gexec::error(errc::invalid_graph) naming the first inconsistency: every index
 /// in range, inputs only from earlier nodes, row pointers matching num_outputs, one
 /// attribute per entry, supported dtypes, shapes non-negative with sizes that do not overflow.
-inline void validate(const graph& g) {
+inline void check_graph(const graph& g) {
   using detail::json_fail;
   const detail::json_path root;
   const auto nodes_at = root / "nodes";
@@ -195,6 +196,38 @@ inline void validate(const graph& g) {
       }
     }
   }
+}
+
+/// A graph that passed check_graph(), immutable from then on: the only form of graph
+/// that models and executors accept, so nothing unchecked reaches planning. Only
+/// validate(), parse_graph() and graph_builder::build() make one; copies share the graph.
+class validated_graph {
+ public:
+  /// The empty graph (no nodes, no inputs, no outputs).
+  validated_graph() : graph_(empty()) {}
+  [[nodiscard]] const graph& get() const noexcept { return *graph_; }
+  const graph* operator->() const noexcept { return graph_.get(); }
+  const graph& operator*() const noexcept { return *graph_; }
+  operator const graph&() const noexcept { return *graph_; }  // NOLINT: a validated graph is a graph
+
+ private:
+  friend validated_graph validate(graph g);
+  explicit validated_graph(std::shared_ptr<const graph> g) noexcept : graph_(std::move(g)) {}
+  static std::shared_ptr<const graph> empty() {
+    static const auto g = [] {
+      graph e;
+      e.node_row_ptr = {0};
+      return std::make_shared<const graph>(std::move(e));
+    }();
+    return g;
+  }
+  std::shared_ptr<const graph> graph_;
+};
+
+/// Checks `g` (see check_graph) and seals it as a validated_graph.
+inline validated_graph validate(graph g) {
+  check_graph(g);
+  return validated_graph(std::make_shared<const graph>(std::move(g)));
 }
 
 namespace detail {
@@ -343,7 +376,7 @@ inline boost::json::value parse_json_text(std::string_view text, boost::json::st
 
 /// Reads and validates TVM graph JSON. Throws gexec::error with errc::invalid_json for
 /// text that is not JSON and errc::invalid_graph, naming the JSON path, for the rest.
-inline graph parse_graph(std::string_view json_text) {
+inline validated_graph parse_graph(std::string_view json_text) {
   using namespace detail;
   boost::json::monotonic_resource arena;
   boost::json::value doc = parse_json_text(json_text, &arena);
@@ -379,12 +412,11 @@ inline graph parse_graph(std::string_view json_text) {
   constexpr const char* required[] = {"nodes", "arg_nodes", "node_row_ptr", "heads", "attrs"};
   for (unsigned bit = 0; bit < 5; ++bit)
     if (!(seen & (1u << bit))) json_fail(root, std::string("missing \"") + required[bit] + "\"");
-  validate(g);
-  return g;
+  return validate(std::move(g));
 }
 
 /// Reads a graph JSON file; errc::io if it cannot be read.
-inline graph load_graph_file(const std::filesystem::path& path) {
+inline validated_graph load_graph_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw error(errc::io, "cannot open graph file " + path.string());
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

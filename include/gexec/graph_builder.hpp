@@ -87,7 +87,7 @@ class graph_builder {
   void output(node_entry e) { g_.heads.push_back(e); }
 
   /// The finished graph, validated like a parsed one.
-  [[nodiscard]] graph build() const {
+  [[nodiscard]] validated_graph build() const {
     graph g = g_;
     bool any_device = false;
     for (int d : devices_) any_device = any_device || d != 0;
@@ -95,8 +95,7 @@ class graph_builder {
       g.attrs.device_index.clear();
       for (int d : devices_) g.attrs.device_index.push_back(d == 0 ? kDLCPU : d);
     }
-    validate(g);
-    return g;
+    return validate(std::move(g));
   }
 
  private:

@@ -1,8 +1,15 @@
 #pragma once
-// The static plan: storage per storage id, a DLTensor per entry viewing it, and the
-// steps of a run as flat arrays of small typed structs (a packed call holds its
-// function pointer and pointers into the flat argument arrays). Built once at
-// creation; run() walks it without allocating, hashing or comparing strings.
+// The static plan, in two layers.
+//
+// `plan` belongs to a model and never changes once built: the size, device and kind
+// of every storage id, a DLTensor template per entry, the kernel arguments, and the
+// steps as flat arrays of small structs holding indices. It is made once per model.
+//
+// `detail::instance_plan` belongs to one executor: the same arrays made concrete
+// (DLTensors pointing at that executor's memory, packed values pointing at its
+// DLTensors, steps pointing at its values), so that run() walks flat arrays of typed
+// closures without allocating, hashing or comparing strings. Making one is a few
+// array copies.
 
 #include "config.hpp"
 
@@ -14,9 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "allocators/pool_allocator.hpp"
 #include "backends/backend.hpp"
 #include "binding/binding.hpp"
+#include "detail/shape.hpp"
+#include "error.hpp"
 #include "graph.hpp"
 #include "tvm_abi.hpp"
 
@@ -26,6 +34,7 @@ namespace detail {
 
 enum class step_kind : std::uint8_t { call, copy };
 
+/// A kernel call as run() makes it: everything it needs behind one pointer.
 struct call_step {
   packed_c_func fn;
   void* resource_handle;
@@ -35,6 +44,7 @@ struct call_step {
   std::uint32_t node_id;
 };
 
+/// A copy between two entries, through the backend of the device it touches.
 struct copy_step {
   const DLTensor* from;
   DLTensor* to;
@@ -61,62 +71,130 @@ void backend_copy(void* backend, const DLTensor& from, DLTensor& to) {
 
 }  // namespace detail
 
-struct storage_buffer {
-  DLDevice device{};
-  std::uint64_t bytes = 0;
-  std::shared_ptr<void> buffer;  ///< gexec's own memory for this storage id (null if unused)
+/// How an executor gets the memory of a storage id.
+enum class storage_kind : std::uint8_t {
+  unused,      ///< no entry lives there
+  activation,  ///< in the executor's arena, allocated when the executor is made
+  input,       ///< holds only graph inputs (parameters included): allocated on first
+               ///< use, so inputs bound zero-copy or to shared parameters take nothing
 };
 
-struct plan {
-  std::vector<storage_buffer> storage;                 ///< per storage id
-  std::vector<DLTensor> entries;                       ///< per entry, viewing its storage
-  std::vector<std::shared_ptr<const void>> entry_owner; ///< keeps entries[e].data alive
-  std::vector<std::uint32_t> alias_root;               ///< per entry: the entry a __nop chain aliases
-  std::vector<DLTensor> args;                          ///< kernel arguments, flat over all calls
-  std::vector<std::uint32_t> arg_entry;                ///< entry behind each argument
-  std::vector<std::int64_t> flat_shapes;               ///< 1-d shapes of flatten_data arguments
-  std::vector<TVMValue> values;
-  std::vector<int> codes;
-  std::vector<detail::call_step> calls;
-  std::vector<detail::copy_step> copies;
-  std::vector<detail::step_run> order;
-  /// Per alias group (keyed by its root entry), every DLTensor that is that data: the
-  /// entries of the group and the arguments made from them (CSR), for rebinding in O(uses).
-  std::vector<std::uint32_t> users_begin;
-  std::vector<DLTensor*> users;
+struct storage_slot {
+  DLDevice device{kDLCPU, 0};
+  std::uint64_t bytes = 0;
+  storage_kind kind = storage_kind::unused;
+};
 
-  /// Points entry `eid`, its __nop aliases and every argument made from them at `data`.
-  /// Other entries on the same storage id (the planner reuses storage once a tensor is
-  /// dead) keep their memory: they are other tensors.
-  void bind_alias_group(std::uint32_t eid, void* data, const std::shared_ptr<const void>& owner) {
-    const std::uint32_t root = alias_root[eid];
-    for (std::uint32_t i = users_begin[root]; i < users_begin[root + 1]; ++i) {
-      DLTensor* t = users[i];
-      t->data = data;
-      if (t >= entries.data() && t < entries.data() + entries.size()) entry_owner[static_cast<std::size_t>(t - entries.data())] = owner;
-    }
-  }
-  /// Returns entry `eid`'s alias group to its storage id's own buffer.
-  void unbind_alias_group(std::uint32_t eid, std::size_t sid) { bind_alias_group(eid, storage[sid].buffer.get(), storage[sid].buffer); }
+/// A kernel call by index: arguments args[first_arg, first_arg + num_args).
+struct call_template {
+  packed_c_func fn;
+  void* resource_handle;
+  std::uint32_t first_arg;
+  std::uint32_t num_args;
+  std::uint32_t node_id;
+};
+
+/// A copy from entry `from` to entry `to`.
+struct copy_template {
+  std::uint32_t from;
+  std::uint32_t to;
+  void (*fn)(void* backend, const DLTensor& from, DLTensor& to);
+  void* backend;
+  std::uint32_t node_id;
+};
+
+/// The model's plan: immutable, shared by every executor of the model. Move-only,
+/// because executors point into it (shapes) and must not see a copy go away.
+struct plan {
+  plan() = default;
+  plan(plan&&) noexcept = default;
+  plan& operator=(plan&&) noexcept = default;
+  plan(const plan&) = delete;
+  plan& operator=(const plan&) = delete;
+
+  std::vector<storage_slot> storage;        ///< per storage id
+  std::vector<DLTensor> entries;            ///< per entry; data is null here
+  std::vector<std::uint32_t> alias_root;    ///< per entry: the entry a __nop chain aliases
+  std::vector<DLTensor> args;               ///< kernel arguments, flat over all calls; data null
+  std::vector<std::uint32_t> arg_entry;     ///< entry behind each argument
+  std::vector<std::int64_t> flat_shapes;    ///< 1-d shapes of flatten_data arguments
+  std::vector<int> codes;                   ///< type code of each argument
+  std::vector<call_template> calls;
+  std::vector<copy_template> copies;
+  std::vector<detail::step_run> order;
+  /// Per alias group (keyed by its root entry), everything that is that data, as a CSR
+  /// list: i < entries.size() is entry i, else argument i - entries.size().
+  std::vector<std::uint32_t> users_begin;
+  std::vector<std::uint32_t> users;
+
   /// Bytes of the largest entry in `eid`'s alias group.
   [[nodiscard]] std::uint64_t alias_group_bytes(std::uint32_t eid) const {
     std::uint64_t bytes = 0;
     const std::uint32_t root = alias_root[eid];
     for (std::uint32_t i = users_begin[root]; i < users_begin[root + 1]; ++i) {
-      const DLTensor& t = *users[i];
+      const DLTensor& t = users[i] < entries.size() ? entries[users[i]] : args[users[i] - entries.size()];
       bytes = std::max(bytes, detail::checked_byte_size({t.shape, static_cast<std::size_t>(t.ndim)}, t.dtype).value_or(0));
     }
     return bytes;
   }
 };
 
-/// Builds the plan for `g`: places entries on `devices`, allocates storage through
-/// `alloc` and the backends, resolves every kernel through `binding`. Every error a
-/// run could meet for structural reasons is raised here.
-template <class Backends, class Allocator, op_binding Binding>
-plan make_plan(const graph& g, const Binding& binding, const std::vector<DLDevice>& devices,
-               const std::shared_ptr<Backends>& backends, Allocator& alloc) {
+namespace detail {
+
+/// One executor's concrete copy of the plan: what run() walks.
+struct instance_plan {
+  instance_plan() = default;
+  instance_plan(instance_plan&&) = delete;  // the steps point into the arrays below
+  instance_plan(const instance_plan&) = delete;
+
+  std::vector<DLTensor> entries;
+  std::vector<std::shared_ptr<const void>> entry_owner;  ///< keeps entries[e].data alive
+  std::vector<DLTensor> args;
+  std::vector<TVMValue> values;
+  std::vector<int> codes;
+  std::vector<call_step> calls;
+  std::vector<copy_step> copies;
+
+  /// Copies `p`'s arrays and points every step at this object's arrays; no data yet.
+  explicit instance_plan(const plan& p)
+      : entries(p.entries), entry_owner(p.entries.size()), args(p.args), values(p.args.size()), codes(p.codes) {
+    for (std::size_t i = 0; i < args.size(); ++i) values[i].v_handle = &args[i];
+    calls.reserve(p.calls.size());
+    for (const call_template& c : p.calls)
+      calls.push_back({c.fn, c.resource_handle, values.data() + c.first_arg, codes.data() + c.first_arg,
+                       static_cast<int>(c.num_args), c.node_id});
+    copies.reserve(p.copies.size());
+    for (const copy_template& c : p.copies) copies.push_back({&entries[c.from], &entries[c.to], c.fn, c.backend, c.node_id});
+  }
+
+  /// Points entry `eid`, its __nop aliases and every argument made from them at `data`.
+  /// Other entries on the same storage id (the planner reuses storage once a tensor is
+  /// dead) keep their memory: they are other tensors.
+  void bind_alias_group(const plan& p, std::uint32_t eid, void* data, const std::shared_ptr<const void>& owner) {
+    const std::uint32_t root = p.alias_root[eid];
+    const std::size_t n = entries.size();
+    for (std::uint32_t i = p.users_begin[root]; i < p.users_begin[root + 1]; ++i) {
+      const std::uint32_t u = p.users[i];
+      if (u < n) {
+        entries[u].data = data;
+        entry_owner[u] = owner;
+      } else {
+        args[u - n].data = data;
+      }
+    }
+  }
+};
+
+}  // namespace detail
+
+/// Builds the plan for `g`: places entries on `devices`, sizes and classifies storage,
+/// resolves every kernel through `binding`. Every error a run could meet for
+/// structural reasons is raised here. `backends` must outlive the plan (copy steps
+/// point at the backend that performs them).
+template <class Backends, op_binding Binding>
+plan make_plan(const validated_graph& vg, const Binding& binding, const std::vector<DLDevice>& devices, Backends& backends) {
   using detail::plan_fail;
+  const graph& g = vg.get();
   plan p;
   const std::size_t n_entries = g.num_entries();
   const auto& attrs = g.attrs;
@@ -133,41 +211,17 @@ plan make_plan(const graph& g, const Binding& binding, const std::vector<DLDevic
               "output is placed on " + device_type_name(type) + ", but no " + device_type_name(type) + " device was given");
   };
 
-  // Storage: one buffer per storage id, as large as its largest entry.
+  // Storage: one slot per storage id, as large as its largest entry.
   p.storage.resize(n_entries);
-  std::vector<bool> used(n_entries, false);
-  for (std::size_t e = 0; e < n_entries; ++e) {
-    auto sid = static_cast<std::size_t>(attrs.storage_id[e]);
-    auto& s = p.storage[sid];
-    s.device = device_of(e);
-    s.bytes = std::max(s.bytes, *detail::checked_byte_size(attrs.shape[e], attrs.dltype[e]));
-    used[sid] = true;
-  }
-  for (const DLDevice& d : devices) {
-    std::vector<std::size_t> sids;
-    std::vector<std::uint64_t> sizes;
-    for (std::size_t sid = 0; sid < n_entries; ++sid)
-      if (used[sid] && same_device(p.storage[sid].device, d)) {
-        sids.push_back(sid);
-        sizes.push_back(p.storage[sid].bytes);
-      }
-    if (sids.empty()) continue;
-    bool served = backends->visit(d.device_type, [&](auto& b) {
-      using B = std::decay_t<decltype(b)>;
-      auto buffers = alloc.allocate(std::shared_ptr<B>(backends, &b), d, sizes);
-      for (std::size_t i = 0; i < sids.size(); ++i) p.storage[sids[i]].buffer = std::move(buffers[i]);
-    });
-    if (!served) throw error(errc::device_mismatch, "no backend serves " + to_string(d));
-  }
-
   p.entries.resize(n_entries);
-  p.entry_owner.resize(n_entries);
   p.alias_root.resize(n_entries);
   for (std::size_t e = 0; e < n_entries; ++e) {
-    const auto& s = p.storage[static_cast<std::size_t>(attrs.storage_id[e])];
-    p.entries[e] = DLTensor{s.buffer.get(), s.device, static_cast<int>(attrs.shape[e].size()), attrs.dltype[e],
+    auto& s = p.storage[static_cast<std::size_t>(attrs.storage_id[e])];
+    s.device = device_of(e);
+    s.bytes = std::max(s.bytes, *detail::checked_byte_size(attrs.shape[e], attrs.dltype[e]));
+    s.kind = storage_kind::activation;
+    p.entries[e] = DLTensor{nullptr, s.device, static_cast<int>(attrs.shape[e].size()), attrs.dltype[e],
                             const_cast<std::int64_t*>(attrs.shape[e].data()), nullptr, 0};
-    p.entry_owner[e] = s.buffer;
     p.alias_root[e] = static_cast<std::uint32_t>(e);
   }
 
@@ -178,7 +232,6 @@ plan make_plan(const graph& g, const Binding& binding, const std::vector<DLDevic
   p.args.reserve(n_args);
   p.arg_entry.reserve(n_args);
   p.flat_shapes.reserve(n_args);
-  p.values.reserve(n_args);
   p.codes.reserve(n_args);
 
   auto append_step = [&](detail::step_kind kind, std::size_t index) {
@@ -188,7 +241,7 @@ plan make_plan(const graph& g, const Binding& binding, const std::vector<DLDevic
   };
   auto add_copy = [&](std::uint32_t nid, std::uint32_t from, std::uint32_t to) {
     const DLTensor& src = p.entries[from];
-    DLTensor& dst = p.entries[to];
+    const DLTensor& dst = p.entries[to];
     if (detail::checked_byte_size(attrs.shape[from], attrs.dltype[from]) != detail::checked_byte_size(attrs.shape[to], attrs.dltype[to]))
       plan_fail(errc::shape_mismatch, g, nid, "copies " + to_string(attrs.dltype[from]) + detail::shape_to_string(attrs.shape[from]) +
                                                   " into " + to_string(attrs.dltype[to]) + detail::shape_to_string(attrs.shape[to]) +
@@ -197,11 +250,12 @@ plan make_plan(const graph& g, const Binding& binding, const std::vector<DLDevic
     int type = dst.device.device_type != kDLCPU ? dst.device.device_type : src.device.device_type;
     if (src.device.device_type != kDLCPU && dst.device.device_type != kDLCPU && src.device.device_type != dst.device.device_type)
       plan_fail(errc::unsupported, g, nid, "copies between " + to_string(src.device) + " and " + to_string(dst.device));
-    detail::copy_step step{&src, &dst, nullptr, nullptr, nid};
-    backends->visit(type, [&](auto& b) {
+    copy_template step{from, to, nullptr, nullptr, nid};
+    backends.visit(type, [&](auto& b) {
       step.fn = &detail::backend_copy<std::decay_t<decltype(b)>>;
       step.backend = &b;
     });
+    if (!step.fn) plan_fail(errc::device_mismatch, g, nid, "no backend copies to " + to_string(dst.device));
     p.copies.push_back(step);
     append_step(detail::step_kind::copy, p.copies.size() - 1);
   };
@@ -241,15 +295,11 @@ plan make_plan(const graph& g, const Binding& binding, const std::vector<DLDevic
       }
       p.args.push_back(t);
       p.arg_entry.push_back(eid);
-      TVMValue v;
-      v.v_handle = &p.args.back();
-      p.values.push_back(v);
       p.codes.push_back(tc_dltensor);
     };
     for (const node_entry& in : n.inputs) add_arg(g.entry_id(in));
     for (std::uint32_t k = 0; k < n.num_outputs; ++k) add_arg(g.entry_id(nid, k));
-    p.calls.push_back({f.fn, f.resource_handle, p.values.data() + first, p.codes.data() + first,
-                       static_cast<int>(p.args.size() - first), nid});
+    p.calls.push_back({f.fn, f.resource_handle, static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(p.args.size() - first), nid});
     append_step(detail::step_kind::call, p.calls.size() - 1);
   }
 
@@ -260,8 +310,19 @@ plan make_plan(const graph& g, const Binding& binding, const std::vector<DLDevic
   for (std::size_t i = 1; i <= n_entries; ++i) count[i] += count[i - 1];
   p.users_begin = count;
   p.users.resize(count.back());
-  for (std::size_t e = 0; e < n_entries; ++e) p.users[count[p.alias_root[e]]++] = &p.entries[e];
-  for (std::size_t i = 0; i < p.args.size(); ++i) p.users[count[p.alias_root[p.arg_entry[i]]]++] = &p.args[i];
+  for (std::size_t e = 0; e < n_entries; ++e) p.users[count[p.alias_root[e]]++] = static_cast<std::uint32_t>(e);
+  for (std::size_t i = 0; i < p.args.size(); ++i)
+    p.users[count[p.alias_root[p.arg_entry[i]]]++] = static_cast<std::uint32_t>(n_entries + i);
+
+  // A storage id that holds nothing but graph inputs (and their __nop aliases) is input
+  // storage: executors allocate it only when something is copied into it.
+  std::vector<bool> input_group(n_entries, false);
+  for (std::uint32_t nid : g.arg_nodes) input_group[p.alias_root[g.entry_id(nid, 0)]] = true;
+  std::vector<bool> only_inputs(n_entries, true);
+  for (std::size_t e = 0; e < n_entries; ++e)
+    if (!input_group[p.alias_root[e]]) only_inputs[static_cast<std::size_t>(attrs.storage_id[e])] = false;
+  for (std::size_t sid = 0; sid < n_entries; ++sid)
+    if (p.storage[sid].kind == storage_kind::activation && only_inputs[sid]) p.storage[sid].kind = storage_kind::input;
   return p;
 }
 

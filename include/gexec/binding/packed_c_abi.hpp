@@ -16,7 +16,8 @@ GEXEC_NAMESPACE_BEGIN
 class packed_c_abi {
  public:
   packed_c_abi() = default;
-  explicit packed_c_abi(module m) : module_(std::move(m)) {}
+  /// Implicit: a kernel library is a binding.
+  packed_c_abi(module m) : module_(std::move(m)) {}
 
   [[nodiscard]] packed_function resolve(std::string_view func_name) const { return module_.get_function(func_name); }
   [[nodiscard]] std::string describe() const { return "kernel library " + module_.path().string(); }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,6 +37,7 @@ class registry {
   }
 
   [[nodiscard]] packed_function resolve(std::string_view name) const {
+    std::lock_guard g(state_->mu);
     auto it = state_->by_name.find(name);
     return it == state_->by_name.end() ? packed_function{} : it->second;
   }
@@ -43,12 +45,15 @@ class registry {
 
  private:
   // Shared by copies, and never forgetting a callable: executors that resolved a name
-  // keep calling what they resolved even if the name is later re-added.
+  // keep calling what they resolved even if the name is later re-added. Adding and
+  // resolving may happen on different threads (models are built on any thread).
   struct state {
+    std::mutex mu;
     std::map<std::string, packed_function, std::less<>> by_name;
     std::vector<std::unique_ptr<owned_packed_function>> owned;
   };
   registry& add_owned(std::string name, std::unique_ptr<owned_packed_function> f) {
+    std::lock_guard g(state_->mu);
     state_->by_name[std::move(name)] = f->get();
     state_->owned.push_back(std::move(f));
     return *this;

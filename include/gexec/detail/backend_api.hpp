@@ -1,6 +1,8 @@
 #pragma once
 // gexec's implementations of the runtime hooks a TVM-compiled library calls through
-// its context slots, so that its kernels run without libtvm_runtime.
+// its context slots, so that its kernels run without libtvm_runtime. The hooks take no
+// context argument: they find the runtime of the run() in progress through the
+// thread-local run_context, and the process default runtime's parts outside run().
 
 #include "../config.hpp"
 
@@ -8,29 +10,44 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+
+#include <dlfcn.h>
 
 #include "../device.hpp"
-#include "../function_registry.hpp"
 #include "../tvm_abi.hpp"
+#include "env_registry.hpp"
 #include "last_error.hpp"
+#include "run_context.hpp"
 #include "thread_pool.hpp"
 #include "workspace.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
 
-/// What a library's __tvm_module_ctx points at: the module, for function look-ups.
+/// The process default runtime's pool: made on first use, never destroyed (its
+/// workers may be serving compiled code while static destructors run).
+inline thread_pool& default_pool() {
+  static auto* pool = new thread_pool(default_num_threads());
+  return *pool;
+}
+
+inline thread_pool& current_pool() noexcept {
+  const run_context* c = current_context();
+  return c && c->pool ? *c->pool : default_pool();
+}
+
+/// What a library's __tvm_module_ctx points at: one per library file for the life of
+/// the process, because the library may cache it (and handles found through it) in
+/// globals that outlive gexec's module object. Guarded by process_mutex().
 struct module_context {
-  const packed_function* (*find)(const module_context* self, std::string_view name) = nullptr;
-  std::string name;  ///< for error messages
+  std::string name;              ///< "kernel library /path/lib.so", for messages
+  void* library = nullptr;       ///< dlopen handle of the live module, null while none is
+  const void* owner = nullptr;   ///< the module object that set `library`
+  std::unordered_map<std::string, func_handle*> functions;  ///< handles given out, never freed
 };
 
-inline void api_set_last_error(const char* message) noexcept {
-  try {
-    set_last_error(message ? message : "");
-  } catch (...) {  // no memory for the message: keep the previous one
-  }
-}
+inline void api_set_last_error(const char* message) noexcept { set_last_error(message ? message : ""); }
 
 inline void* backend_alloc_workspace(int device_type, int device_id, std::uint64_t nbytes, int, int) noexcept {
   if (device_type != kDLCPU) {
@@ -47,47 +64,77 @@ inline void* backend_alloc_workspace(int device_type, int device_id, std::uint64
 
 inline int backend_free_workspace(int device_type, int device_id, void* ptr) noexcept {
   if (device_type != kDLCPU || workspace_arena::this_thread().free(ptr) != 0) {
-    set_last_error("TVMBackendFreeWorkspace: " + to_string(DLDevice{static_cast<DLDeviceType>(device_type), device_id}) +
-                   " workspace was not allocated by this thread");
+    try {
+      set_last_error("TVMBackendFreeWorkspace: " + to_string(DLDevice{static_cast<DLDeviceType>(device_type), device_id}) +
+                     " workspace was not allocated by this thread");
+    } catch (...) {
+    }
     return -1;
   }
   return 0;
 }
 
-inline int backend_parallel_launch(FTVMParallelLambda f, void* cdata, int num_task) {
-  return thread_pool::instance().launch(f, cdata, num_task);
+inline int backend_parallel_launch(FTVMParallelLambda f, void* cdata, int num_task) noexcept {
+  return current_pool().launch(f, cdata, num_task);
 }
 
-inline int backend_parallel_barrier(int, TVMParallelGroupEnv* penv) { return thread_pool::barrier(penv); }
+inline int backend_parallel_barrier(int, TVMParallelGroupEnv* penv) noexcept { return thread_pool::barrier(penv); }
 
+/// The library's own function `name` (symbol, or "__tvm_main__"'s target), or null.
+/// The caller holds process_mutex().
+inline packed_c_func library_function(void* library, std::string_view name) noexcept {
+  if (!library) return nullptr;
+  std::string symbol(name);
+  if (symbol == "__tvm_main__") {
+    const auto* target = static_cast<const char*>(dlsym(library, "__tvm_main__"));
+    if (!target) return nullptr;
+    symbol = target;
+  }
+  if (symbol.empty()) return nullptr;
+  return reinterpret_cast<packed_c_func>(dlsym(library, symbol.c_str()));
+}
+
+/// TVMBackendGetFuncFromEnv: the module's own function first, then a function
+/// registered with the running runtime or the process default, as TVM looks them up.
 inline int backend_get_func_from_env(void* mod_node, const char* func_name, void** out) noexcept {
   try {
     std::string_view name = func_name ? func_name : "";
-    const auto* ctx = static_cast<const module_context*>(mod_node);
-    const packed_function* f = ctx && ctx->find ? ctx->find(ctx, name) : nullptr;
-    if (!f) f = find_global_function(name);
-    if (!f) {
-      set_last_error("function \"" + std::string(name) + "\" is neither in " + (ctx ? ctx->name : std::string("the module")) +
-                     " nor registered with gexec::register_global_function");
-      return -1;
+    auto* ctx = static_cast<module_context*>(mod_node);
+    std::lock_guard g(process_mutex());
+    if (ctx) {
+      if (packed_c_func fn = library_function(ctx->library, name)) {
+        func_handle*& h = ctx->functions[std::string(name)];
+        if (!h) {
+          h = new func_handle;  // never freed: the library caches it
+          h->call = &call_library_function;
+        }
+        h->fn.store(fn, std::memory_order_release);
+        *out = h;
+        return 0;
+      }
     }
-    *out = const_cast<packed_function*>(f);
-    return 0;
+    if (const env_name* e = env_names::instance().find(name); e && find_env_function(e->index)) {
+      *out = const_cast<func_handle*>(&e->handle);
+      return 0;
+    }
+    set_last_error("function \"" + std::string(name) + "\" is neither in " + (ctx ? ctx->name : std::string("the module")) +
+                   " nor registered with the runtime (gexec::register_global_function or runtime::register_function)");
+    return -1;
   } catch (const std::exception& e) {
     set_last_error(std::string("TVMBackendGetFuncFromEnv: ") + e.what());
     return -1;
   }
 }
 
-inline int api_func_call(void* handle, TVMValue* args, int* codes, int num_args, TVMValue* ret, int* ret_code) {
-  const auto* f = static_cast<const packed_function*>(handle);
-  if (!f || !f->fn) {
-    set_last_error("TVMFuncCall: the function handle no longer refers to a function");
+inline int api_func_call(void* handle, TVMValue* args, int* codes, int num_args, TVMValue* ret, int* ret_code) noexcept {
+  const auto* h = static_cast<const func_handle*>(handle);
+  if (!h || !h->call) {
+    set_last_error("TVMFuncCall: not a function handle gexec gave out");
     return -1;
   }
   int dummy_code = tc_null;
   TVMValue dummy{};
-  return f->fn(args, codes, num_args, ret ? ret : &dummy, ret_code ? ret_code : &dummy_code, f->resource_handle) == 0 ? 0 : -1;
+  return h->call(h, args, codes, num_args, ret ? ret : &dummy, ret_code ? ret_code : &dummy_code);
 }
 
 /// The context slots a TVM library may export and what gexec puts in each.

@@ -1,0 +1,49 @@
+#pragma once
+// What a model holds, shared read-only by all its executors: the validated graph, the
+// bound kernels (in the plan), the backends, the parameters and the name tables.
+
+#include "../config.hpp"
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../graph.hpp"
+#include "../ndarray.hpp"
+#include "../plan.hpp"
+#include "../runtime.hpp"
+
+GEXEC_NAMESPACE_BEGIN
+namespace detail {
+
+template <class Backends, class Allocator, class Binding>
+struct model_state {
+  validated_graph graph;
+  Binding binding;
+  std::vector<DLDevice> devices;
+  std::shared_ptr<runtime> rt;
+  std::shared_ptr<Backends> backends;  // shared with the deleters of executors' storage
+  Allocator allocator;                 // copied into each executor
+  gexec::plan plan;
+  /// Per input storage id, the alias groups (their root entries) living there (CSR).
+  std::vector<std::uint32_t> input_roots_begin;
+  std::vector<std::uint32_t> input_roots;
+  std::unordered_map<std::string, int> input_index;
+  std::unordered_map<std::string, int> output_index;
+  std::vector<std::string> output_names;  ///< "node:i", as TVM names outputs
+  /// Per input index: the model's own value of a parameter (undefined for other inputs),
+  /// on the input's device, compact and aligned for kernels. Every executor reads these
+  /// bytes in place.
+  std::vector<ndarray> params;
+  std::uint64_t param_bytes = 0;
+
+  [[nodiscard]] std::uint32_t input_entry(std::size_t index) const { return graph->entry_id(graph->arg_nodes[index], 0); }
+  [[nodiscard]] std::size_t storage_of(std::uint32_t eid) const { return static_cast<std::size_t>(graph->attrs.storage_id[eid]); }
+};
+
+}  // namespace detail
+GEXEC_NAMESPACE_END

@@ -1,0 +1,230 @@
+#pragma once
+// gexec::model: a graph bound to its kernels, planned, with its parameters loaded once.
+// Immutable once built and safe to share between threads; executors made from it are
+// cheap (their activations and bindings only) and read its parameters in place.
+//
+//   auto m = gexec::model::load("model.so");              // export_library's single file
+//   auto a = m.instantiate(), b = m.instantiate();        // one per thread
+//
+//   gexec::model m2(gexec::load_graph_file("graph.json"), gexec::load_module("lib.so"),
+//                   gexec::load_param_dict_file("params.bin"));
+
+#include "config.hpp"
+
+#include <dlpack/dlpack.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "detail/model_state.hpp"
+#include "fwd.hpp"
+#include "graph_executor.hpp"
+#include "module.hpp"
+#include "module_blob.hpp"
+#include "params.hpp"
+#include "runtime.hpp"
+
+GEXEC_NAMESPACE_BEGIN
+
+struct model_options {
+  /// Devices the graph runs on, one per device type it names.
+  std::vector<DLDevice> devices = {cpu()};
+  /// The runtime serving the model's kernels (thread pool, registered functions);
+  /// null: runtime::global().
+  std::shared_ptr<gexec::runtime> runtime;
+};
+
+namespace detail {
+
+inline model_options on_devices(std::vector<DLDevice> devices) {
+  model_options o;
+  o.devices = std::move(devices);
+  return o;
+}
+
+/// The GraphExecutorFactory a library made by export_library carries in __tvm_dev_mblob.
+inline module_blob read_embedded_blob(const module& lib) {
+  const std::string where = lib.path().string();
+  auto symbol = lib.data_symbol("__tvm_dev_mblob");
+  if (symbol.empty())
+    throw error(errc::invalid_module, where + " has no __tvm_dev_mblob: it is a kernel library without an embedded "
+                                              "graph (load it with load_module and pass the graph JSON to create)");
+  module_blob blob = parse_module_blob(symbol, "__tvm_dev_mblob of " + where);
+  if (!blob.factory) throw error(errc::invalid_module, "__tvm_dev_mblob of " + where + " holds no GraphExecutorFactory");
+  return blob;
+}
+
+}  // namespace detail
+
+template <class Backends, class Allocator, class Binding>
+class basic_model {
+ public:
+  using executor = graph_executor<Backends, Allocator, Binding>;
+  using state = detail::model_state<Backends, Allocator, Binding>;
+
+  /// Validates the devices, plans storage and binds every kernel: a model that can be
+  /// built runs without structural errors. `params` are copied once (or kept, when
+  /// already host tensors aligned for kernels) and shared by every executor.
+  basic_model(validated_graph g, Binding binding, const param_dict& params, model_options options = {}, Backends backends = {},
+              Allocator allocator = {}) {
+    auto s = std::make_shared<state>();
+    s->graph = std::move(g);
+    s->binding = std::move(binding);
+    s->devices = std::move(options.devices);
+    s->rt = options.runtime ? std::move(options.runtime) : runtime::global().shared_from_this();
+    s->backends = std::make_shared<Backends>(std::move(backends));
+    s->allocator = std::move(allocator);
+    const gexec::graph& gr = s->graph;
+    if (s->devices.empty()) throw error(errc::invalid_argument, "model: no device given");
+    for (const DLDevice& d : s->devices)
+      if (!Backends::serves(d.device_type)) throw error(errc::device_mismatch, "model: no backend serves " + to_string(d));
+    s->plan = make_plan(s->graph, s->binding, s->devices, *s->backends);
+
+    const gexec::plan& p = s->plan;
+    check_storage_fits(p);
+    std::vector<std::uint32_t> count(p.storage.size() + 1, 0);
+    for (std::uint32_t e = 0; e < p.entries.size(); ++e)
+      if (p.alias_root[e] == e && p.storage[s->storage_of(e)].kind == storage_kind::input) ++count[s->storage_of(e) + 1];
+    for (std::size_t i = 1; i < count.size(); ++i) count[i] += count[i - 1];
+    s->input_roots_begin = count;
+    s->input_roots.resize(count.back());
+    for (std::uint32_t e = 0; e < p.entries.size(); ++e)
+      if (p.alias_root[e] == e && p.storage[s->storage_of(e)].kind == storage_kind::input) s->input_roots[count[s->storage_of(e)]++] = e;
+
+    for (std::size_t i = 0; i < gr.arg_nodes.size(); ++i) s->input_index.emplace(gr.nodes[gr.arg_nodes[i]].name, static_cast<int>(i));
+    for (std::size_t i = 0; i < gr.heads.size(); ++i) {
+      s->output_names.push_back(gr.nodes[gr.heads[i].node_id].name + ":" + std::to_string(i));
+      s->output_index.emplace(s->output_names.back(), static_cast<int>(i));
+    }
+    place_params(*s, params);
+    state_ = std::move(s);
+  }
+  basic_model(validated_graph g, Binding binding, model_options options = {}, Backends backends = {}, Allocator allocator = {})
+      : basic_model(std::move(g), std::move(binding), param_dict{}, std::move(options), std::move(backends), std::move(allocator)) {}
+
+  /// A model from a library made by TVM's export_library (graph and parameters embedded).
+  static basic_model load(const std::filesystem::path& library, model_options options = {})
+    requires std::same_as<Binding, packed_c_abi>
+  {
+    module lib = options.runtime ? options.runtime->load_module(library) : load_module(library);
+    module_blob blob = detail::read_embedded_blob(lib);
+    return basic_model(parse_graph(blob.factory->graph_json), packed_c_abi(lib), blob.factory->params, std::move(options));
+  }
+
+  /// A new executor: its own activations, the model's parameters read in place.
+  [[nodiscard]] executor instantiate() const { return executor(state_); }
+
+  [[nodiscard]] const gexec::graph& graph() const noexcept { return state_->graph; }
+  [[nodiscard]] const gexec::plan& plan() const noexcept { return state_->plan; }
+  [[nodiscard]] const std::vector<DLDevice>& devices() const noexcept { return state_->devices; }
+  [[nodiscard]] const std::shared_ptr<runtime>& get_runtime() const noexcept { return state_->rt; }
+  /// Bytes of parameters the model holds (once, for all its executors).
+  [[nodiscard]] std::uint64_t param_bytes() const noexcept { return state_->param_bytes; }
+  /// The model's value of parameter `name`, or an undefined ndarray.
+  [[nodiscard]] ndarray param(std::string_view name) const {
+    auto it = state_->input_index.find(std::string(name));
+    return it == state_->input_index.end() ? ndarray() : state_->params[static_cast<std::size_t>(it->second)];
+  }
+
+ private:
+  /// Puts each parameter that names a graph input where executors read it in place: the
+  /// given tensor itself when it already is a compact, aligned tensor on that device,
+  /// else a copy made through the device's backend. Names that are not inputs are
+  /// ignored, as TVM ignores them.
+  static void place_params(state& s, const param_dict& params) {
+    const gexec::graph& g = s.graph;
+    s.params.resize(g.arg_nodes.size());
+    for (const auto& [name, value] : params) {
+      auto it = s.input_index.find(name);
+      if (it == s.input_index.end()) continue;
+      const std::uint32_t eid = s.input_entry(static_cast<std::size_t>(it->second));
+      const DLTensor& want = s.plan.entries[eid];
+      auto fail = [&](errc code, const std::string& why) { throw error(code, "model parameter \"" + name + "\": " + why); };
+      if (!value.defined()) fail(errc::invalid_argument, "undefined tensor");
+      if (!same_dtype(value.dtype(), want.dtype)) fail(errc::dtype_mismatch, "dtype is " + to_string(value.dtype()) + ", expected " + to_string(want.dtype));
+      if (!std::equal(want.shape, want.shape + want.ndim, value.shape().begin(), value.shape().end()))
+        fail(errc::shape_mismatch, "shape is " + detail::shape_to_string(value.shape()) + ", expected " +
+                                       detail::shape_to_string({want.shape, static_cast<std::size_t>(want.ndim)}));
+      if (!value.is_contiguous()) fail(errc::invalid_argument, "tensor is strided");
+      if (s.plan.alias_group_bytes(eid) > value.byte_size()) fail(errc::shape_mismatch, "a __nop alias of it is larger than the tensor");
+      ndarray placed;
+      if (same_device(value.device(), want.device) && value.is_aligned()) {
+        placed = value;
+      } else {
+        placed = allocate_like(s, want);
+        DLTensor& dst = const_cast<DLTensor&>(placed.dltensor());
+        int type = dst.device.device_type != kDLCPU ? dst.device.device_type : value.device().device_type;
+        s.backends->visit(type, [&](auto& b) { b.copy(value.dltensor(), dst); });
+      }
+      s.param_bytes += placed.byte_size();
+      s.params[static_cast<std::size_t>(it->second)] = std::move(placed);
+    }
+  }
+
+  /// Storage an executor may come to hold (inputs are allocated on first use) must fit
+  /// an address space, device by device: an error at build time, not a wrapped size.
+  static void check_storage_fits(const gexec::plan& p) {
+    std::vector<std::pair<DLDevice, std::uint64_t>> totals;
+    for (const storage_slot& slot : p.storage) {
+      if (slot.kind == storage_kind::unused) continue;
+      auto it = std::find_if(totals.begin(), totals.end(), [&](const auto& t) { return same_device(t.first, slot.device); });
+      if (it == totals.end()) it = totals.insert(totals.end(), {slot.device, 0});
+      const std::uint64_t bytes = detail::align_up(slot.bytes == 0 ? 1 : slot.bytes, kernel_alignment);
+      if (bytes < slot.bytes || bytes > static_cast<std::uint64_t>(PTRDIFF_MAX) - it->second)
+        throw error(errc::out_of_memory, "model: the storage on " + to_string(slot.device) + " exceeds an address space");
+      it->second += bytes;
+    }
+  }
+
+  static ndarray allocate_like(state& s, const DLTensor& like) {
+    const std::uint64_t bytes = *detail::checked_byte_size({like.shape, static_cast<std::size_t>(like.ndim)}, like.dtype);
+    const std::uint64_t sizes[1] = {bytes};
+    std::shared_ptr<void> buffer;
+    bool served = s.backends->visit(like.device.device_type, [&](auto& b) {
+      using B = std::decay_t<decltype(b)>;
+      buffer = std::move(s.allocator.allocate(std::shared_ptr<B>(s.backends, &b), like.device, sizes)[0]);
+    });
+    if (!served) throw error(errc::device_mismatch, "no backend serves " + to_string(like.device));
+    DLTensor t = like;
+    t.data = buffer.get();
+    return ndarray::view(t, std::move(buffer));
+  }
+
+  std::shared_ptr<const state> state_;
+};
+
+/// An executor over a TVM-compiled library, with a model of its own (TVM's API:
+/// graph_executor.create). To run many executors over one set of weights, build a
+/// model once and instantiate it instead.
+inline graph_executor<> create(const validated_graph& g, const module& lib, std::vector<DLDevice> devices = {cpu()}) {
+  return model(g, packed_c_abi(lib), detail::on_devices(std::move(devices))).instantiate();
+}
+inline graph_executor<> create(std::string_view graph_json, const module& lib, std::vector<DLDevice> devices = {cpu()}) {
+  return create(parse_graph(graph_json), lib, std::move(devices));
+}
+inline graph_executor<> create(graph g, const module& lib, std::vector<DLDevice> devices = {cpu()}) {
+  return create(validate(std::move(g)), lib, std::move(devices));
+}
+/// An executor over another binding: a registry or static_registry of C++ kernels.
+template <op_binding Binding>
+graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(const validated_graph& g, Binding kernels,
+                                                                      std::vector<DLDevice> devices = {cpu()}) {
+  return basic_model<backends<cpu_backend>, pool_allocator, Binding>(g, std::move(kernels), detail::on_devices(std::move(devices))).instantiate();
+}
+template <op_binding Binding>
+graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(std::string_view graph_json, Binding kernels,
+                                                                      std::vector<DLDevice> devices = {cpu()}) {
+  return create(parse_graph(graph_json), std::move(kernels), std::move(devices));
+}
+template <op_binding Binding>
+graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(graph g, Binding kernels, std::vector<DLDevice> devices = {cpu()}) {
+  return create(validate(std::move(g)), std::move(kernels), std::move(devices));
+}
+
+GEXEC_NAMESPACE_END
