@@ -6,7 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
+#include <thread>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -594,4 +596,96 @@ TEST_CASE("benchmark follows TVM's time evaluator") {
   auto er = gexec::benchmark(ex, {.repeat = 2, .number = 10});
   CHECK(er.results.size() == 2);
   CHECK(er.min > 0);
+}
+
+TEST_CASE("zero-copy inputs and outputs rebind on every call, alternating between two buffers") {
+  gexec::graph_builder b;
+  auto x = b.input("x", {8});
+  b.output(b.op("inc", "test_add_one", {x}, {{{8}}}));
+  auto ex = gexec::create(b.build(), kernels());
+  gexec::ndarray in[2] = {tensor({8}, iota(8, 0.0f)), tensor({8}, iota(8, 100.0f))};
+  gexec::ndarray out[2] = {tensor({8}, std::vector<float>(8, -1.0f)), tensor({8}, std::vector<float>(8, -2.0f))};
+  for (int round = 0; round < 10; ++round) {
+    const int k = round % 2;
+    ex.set_input_zero_copy("x", in[k]);
+    ex.set_output_zero_copy(0, out[k]);
+    in[k].values<float>()[0] = static_cast<float>(round);  // read in place, at run time
+    ex.run();
+    CAPTURE(round);
+    std::vector<float> want = values_of(in[k]);
+    for (float& v : want) v += 1;
+    CHECK(values_of(out[k]) == want);
+    CHECK(ex.get_output(0).data() == out[k].data());
+    // The other output buffer keeps what the previous round wrote there (or its fill).
+    if (round == 0) CHECK(values_of(out[1]) == std::vector<float>(8, -2.0f));
+    if (round > 0) CHECK(out[1 - k].values<float>()[0] == static_cast<float>(round - 1) + 1);
+  }
+  // The caller may free a buffer it rebound away from: the executor no longer writes there.
+  {
+    auto temporary = tensor({8}, std::vector<float>(8, 0.0f));
+    ex.set_output_zero_copy(0, temporary);
+  }
+  ex.set_output_zero_copy(0, out[0]);
+  ex.run();
+  CHECK(ex.get_output(0).data() == out[0].data());
+}
+
+TEST_CASE("an executor entered by a second thread while it runs refuses with errc::busy") {
+  static std::atomic<int> stage{0};
+  stage = 0;
+  gexec::registry reg;
+  reg.add("hold", [](gexec::packed_args a) {
+    const DLTensor& in = a.tensor(0);
+    DLTensor& out = a.tensor(1);
+    static_cast<float*>(out.data)[0] = static_cast<float*>(in.data)[0];
+    if (stage.load() != 0) return;  // only the first run holds
+    stage = 1;
+    while (stage.load() != 2) std::this_thread::yield();
+  });
+  gexec::graph_builder b;
+  b.output(b.op("h", "hold", {b.input("x", {1})}, {{{1}}}));
+  auto ex = gexec::create(b.build(), reg);
+  ex.set_input("x", tensor({1}, {7}));
+  std::thread runner([&] { ex.run(); });
+  while (stage.load() != 1) std::this_thread::yield();
+  for (auto call : {+[](decltype(ex)& e) { e.run(); }, +[](decltype(ex)& e) { e.set_input("x", tensor({1}, {1})); },
+                    +[](decltype(ex)& e) { e.set_output_zero_copy(0, tensor({1}, {0})); }}) {
+    auto e = error_of([&] { call(ex); });
+    CHECK(e.code() == gexec::errc::busy);
+    CHECK(contains(e, "in use by another thread"));
+  }
+  stage = 2;
+  runner.join();
+  CHECK(values_of(ex.get_output(0)) == std::vector<float>{7});
+  ex.run();  // free again
+}
+
+TEST_CASE("a kernel that fails without a message is not blamed with an older one") {
+  gexec::registry reg;
+  reg.add("chatty", [](gexec::packed_args a) -> int {
+    gexec::detail::set_last_error("chatty: a message left behind on success");
+    (void)a;
+    return 0;
+  });
+  reg.add("silent_fail", [](gexec::packed_args) -> int { return -1; });
+  gexec::graph_builder b;
+  auto x = b.input("x", {1});
+  auto c = b.op("c", "chatty", {x}, {{{1}}});
+  b.output(b.op("f", "silent_fail", {c}, {{{1}}}));
+  auto ex = gexec::create(b.build(), reg);
+  auto e = error_of([&] { ex.run(); });
+  CHECK(contains(e, "node \"f\" (nodes[2], silent_fail) failed: no message"));
+  CHECK_FALSE(contains(e, "chatty"));
+}
+
+TEST_CASE("a moved-from executor is an error, not a silent no-op") {
+  gexec::graph_builder b;
+  b.output(b.op("inc", "test_add_one", {b.input("x", {2})}, {{{2}}}));
+  auto ex = gexec::create(b.build(), kernels());
+  auto moved = std::move(ex);
+  CHECK(contains(error_of([&] { ex.run(); }), "moved from"));  // NOLINT(bugprone-use-after-move): the point
+  CHECK(ex.get_num_inputs() == 0);
+  moved.set_input("x", tensor({2}, {1, 2}));
+  moved.run();
+  CHECK(values_of(moved.get_output(0)) == std::vector<float>{2, 3});
 }

@@ -67,6 +67,13 @@ class runtime : public std::enable_shared_from_this<runtime> {
   [[nodiscard]] int num_threads() const noexcept { return pool_->num_threads(); }
   [[nodiscard]] detail::thread_pool& pool() noexcept { return *pool_; }
 
+  /// Runs f(task_id, num_tasks) on up to `num_tasks` of the pool's threads at once (0:
+  /// as many as can run); the first failure is rethrown as gexec::error.
+  template <class F>
+  void parallel_for(int num_tasks, F&& f) {
+    pool_->parallel_for(num_tasks, std::forward<F>(f));
+  }
+
   /// Registers a packed C function under `name`; replaces an earlier registration.
   void register_function(std::string_view name, packed_function f) { env_->set(name, f); }
   /// Registers a C++ callable taking gexec::packed_args (kept alive by the runtime).

@@ -322,6 +322,8 @@ TK_KERNEL(test_reverse_ws);
 TK_KERNEL(test_parallel_scale2);
 TK_KERNEL(test_parallel_fail);
 TK_KERNEL(test_call_env);
+TK_KERNEL(test_call_own);
+TK_KERNEL(test_parallel_heavy);
 TK_KERNEL(test_fail);
 
 /* ------------------------------------------------------------------------- */
@@ -769,4 +771,71 @@ TK_KERNEL(test_fail) {
   (void)num_args;
   TK_UNUSED_TAIL();
   return tk_error("test_fail: deliberate failure");
+}
+
+/* out = x + 1 through the library's own test_add_one, found with
+ * __TVMBackendGetFuncFromEnv and called with __TVMFuncCall. The handle is cached
+ * in a library global on first use, as TVM's CUDA host code caches its kernels:
+ * it must stay valid however often the library is loaded and unloaded. */
+static _Atomic(void*) tk_own_func = NULL;
+
+TK_KERNEL(test_call_own) {
+  TK_UNUSED_TAIL();
+  static const char kernel[] = "test_call_own";
+  DLTensor* t[2];
+  if (tk_bind_same_shape(kernel, args, type_codes, num_args, 2, tk_names_x_out, tk_float32, 0, t) !=
+      0) {
+    return -1;
+  }
+  int (*call)(void*, TVMValue*, int*, int, TVMValue*, int*) = __TVMFuncCall;
+  if (call == NULL) return tk_missing_slot(kernel, "__TVMFuncCall");
+  void* func = atomic_load_explicit(&tk_own_func, memory_order_acquire);
+  if (func == NULL) {
+    int (*get_func)(void*, const char*, void**) = __TVMBackendGetFuncFromEnv;
+    if (get_func == NULL) return tk_missing_slot(kernel, "__TVMBackendGetFuncFromEnv");
+    if (__tvm_module_ctx == NULL) return tk_missing_slot(kernel, "__tvm_module_ctx");
+    if (get_func(__tvm_module_ctx, "test_add_one", &func) != 0) return -1;
+    atomic_store_explicit(&tk_own_func, func, memory_order_release);
+  }
+  TVMValue ret;
+  ret.v_handle = NULL;
+  int ret_code = TK_CODE_NULL;
+  return call(func, args, type_codes, 2, &ret, &ret_code) != 0 ? -1 : 0;
+}
+
+typedef struct {
+  const float* x;
+  float* out;
+  int64_t n;
+} tk_heavy_closure;
+
+/* Each element goes through 256 rounds of a multiply-add: compute-bound work whose
+ * result depends on every round, split over the tasks. */
+static int tk_heavy_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const tk_heavy_closure* c = (const tk_heavy_closure*)cdata;
+  if (tk_check_task("test_parallel_heavy", task_id, penv) != 0) return -1;
+  int64_t begin;
+  int64_t end;
+  tk_task_range(c->n, task_id, (int)penv->num_task, &begin, &end);
+  for (int64_t i = begin; i < end; ++i) {
+    float v = c->x[i];
+    for (int r = 0; r < 256; ++r) v = v * 0.999f + 0.5f;
+    c->out[i] = v;
+  }
+  return 0;
+}
+
+/* out[i] = f^256(x[i]) with f(v) = 0.999 v + 0.5; float32, any shape; parallel. */
+TK_KERNEL(test_parallel_heavy) {
+  TK_UNUSED_TAIL();
+  static const char kernel[] = "test_parallel_heavy";
+  DLTensor* t[2];
+  if (tk_bind_same_shape(kernel, args, type_codes, num_args, 2, tk_names_x_out, tk_float32, 0, t) !=
+      0) {
+    return -1;
+  }
+  int (*launch)(FTVMParallelLambda, void*, int) = __TVMBackendParallelLaunch;
+  if (launch == NULL) return tk_missing_slot(kernel, "__TVMBackendParallelLaunch");
+  tk_heavy_closure closure = {(const float*)t[0]->data, (float*)t[1]->data, tk_numel(t[0])};
+  return launch(tk_heavy_task, &closure, 0) != 0 ? -1 : 0;
 }
