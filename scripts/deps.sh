@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages gexec builds and tests with, when they are missing.
 set -euo pipefail
-packages=(cmake ninja-build g++ clang libclang-rt-14-dev libboost-json1.81-dev libboost1.81-dev libdlpack-dev doctest-dev
+packages=(cmake ninja-build ccache g++ clang libclang-rt-14-dev libboost-json1.81-dev libboost1.81-dev libdlpack-dev doctest-dev
           libcli11-dev libbenchmark-dev python3-venv)
 missing=()
 for p in "${packages[@]}"; do

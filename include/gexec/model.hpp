@@ -140,7 +140,9 @@ class basic_model {
   static void place_params(state& s, const param_dict& params) {
     const gexec::graph& g = s.graph;
     s.params.resize(g.arg_nodes.size());
-    for (const auto& [name, value] : params) {
+    for (const auto& item : params) {
+      const std::string& name = item.first;
+      const ndarray& value = item.second;
       auto it = s.input_index.find(name);
       if (it == s.input_index.end()) continue;
       const std::uint32_t eid = s.input_entry(static_cast<std::size_t>(it->second));
@@ -198,6 +200,14 @@ class basic_model {
 
   std::shared_ptr<const state> state_;
 };
+
+// `gexec::basic_model m(graph, kernels)` picks the binding from its argument.
+template <op_binding Binding>
+basic_model(validated_graph, Binding, model_options = {}) -> basic_model<backends<cpu_backend>, pool_allocator, Binding>;
+template <op_binding Binding>
+basic_model(validated_graph, Binding, const param_dict&, model_options = {}) -> basic_model<backends<cpu_backend>, pool_allocator, Binding>;
+basic_model(validated_graph, module, model_options = {}) -> basic_model<>;
+basic_model(validated_graph, module, const param_dict&, model_options = {}) -> basic_model<>;
 
 /// An executor over a TVM-compiled library, with a model of its own (TVM's API:
 /// graph_executor.create). To run many executors over one set of weights, build a
