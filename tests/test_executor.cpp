@@ -4,6 +4,8 @@
 
 #include <gexec/executor.hpp>
 
+#include "test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -13,42 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace {
-
-const gexec::module& kernels() {
-  static gexec::module m = gexec::load_module(GEXEC_TEST_KERNELS);
-  return m;
-}
-
-std::vector<float> iota(std::size_t n, float start = 0.0f, float step = 1.0f) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
-  return v;
-}
-
-gexec::ndarray tensor(std::vector<std::int64_t> shape, const std::vector<float>& values) {
-  return gexec::ndarray::from_values<float>(std::move(shape), std::span<const float>(values));
-}
-
-std::vector<float> values_of(const gexec::ndarray& a) {
-  auto v = a.values<float>();
-  return {v.begin(), v.end()};
-}
-
-template <class F>
-gexec::error error_of(F&& f) {
-  try {
-    f();
-  } catch (const gexec::error& e) {
-    return e;
-  }
-  FAIL("no gexec::error thrown");
-  return gexec::error(gexec::errc::unsupported, "unreachable");
-}
-
-bool contains(const gexec::error& e, const std::string& s) { return std::string(e.what()).find(s) != std::string::npos; }
-
-}  // namespace
+using namespace test;
 
 TEST_CASE("a chain of kernels computes what plain loops compute") {
   gexec::graph_builder b;

@@ -3,6 +3,8 @@
 
 #include <gexec/executor.hpp>
 
+#include "test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -12,30 +14,7 @@
 
 namespace {
 
-const gexec::module& kernels() {
-  static gexec::module m = gexec::load_module(GEXEC_TEST_KERNELS);
-  return m;
-}
-
-gexec::ndarray tensor(std::vector<std::int64_t> shape, const std::vector<float>& values) {
-  return gexec::ndarray::from_values<float>(std::move(shape), std::span<const float>(values));
-}
-
-std::vector<float> values_of(const gexec::ndarray& a) {
-  auto v = a.values<float>();
-  return {v.begin(), v.end()};
-}
-
-template <class F>
-gexec::error error_of(F&& f) {
-  try {
-    f();
-  } catch (const gexec::error& e) {
-    return e;
-  }
-  FAIL("no gexec::error thrown");
-  return gexec::error(gexec::errc::unsupported, "unreachable");
-}
+using namespace test;
 
 // y = relu((x + w) * v): two parameters of 1,000 floats and one input.
 constexpr std::int64_t kN = 1000;

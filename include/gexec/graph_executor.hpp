@@ -222,6 +222,7 @@ class graph_executor {
   }
   /// Copies output `index` into `dst` (host or device); shape and dtype must match.
   void copy_output_to(int index, const ndarray& dst) {
+    busy_guard g(self(), "copy_output_to");
     std::uint32_t eid = output_entry(index);
     check_tensor("copy_output_to", model().output_names[static_cast<std::size_t>(index)], eid, dst, false);
     copy_tensor(self().plan.entries[eid], const_cast<DLTensor&>(dst.dltensor()));

@@ -723,6 +723,21 @@ TK_KERNEL(test_parallel_fail) {
  * code does. */
 static _Atomic(void*) tk_scale_func = NULL;
 
+/* The handle of function `name` from __TVMBackendGetFuncFromEnv, looked up on first
+ * use and cached in *cache, as TVM-compiled host code caches it in a global. */
+static int tk_env_func(const char* kernel, _Atomic(void*)* cache, const char* name, void** func) {
+  *func = atomic_load_explicit(cache, memory_order_acquire);
+  if (*func != NULL) return 0;
+  int (*get_func)(void*, const char*, void**) = __TVMBackendGetFuncFromEnv;
+  if (get_func == NULL) return tk_missing_slot(kernel, "__TVMBackendGetFuncFromEnv");
+  if (__tvm_module_ctx == NULL) return tk_missing_slot(kernel, "__tvm_module_ctx");
+  /* On failure the runtime has already recorded the error. */
+  if (get_func(__tvm_module_ctx, name, func) != 0) return -1;
+  if (*func == NULL) return tk_error("%s: function %s not found", kernel, name);
+  atomic_store_explicit(cache, *func, memory_order_release);
+  return 0;
+}
+
 /* Calls the environment function gexec.test.scale(x, out, 3.0); float32,
  * any shape. */
 TK_KERNEL(test_call_env) {
@@ -737,17 +752,8 @@ TK_KERNEL(test_call_env) {
   int (*call)(void*, TVMValue*, int*, int, TVMValue*, int*) = __TVMFuncCall;
   if (call == NULL) return tk_missing_slot(kernel, "__TVMFuncCall");
 
-  void* func = atomic_load_explicit(&tk_scale_func, memory_order_acquire);
-  if (func == NULL) {
-    int (*get_func)(void*, const char*, void**) = __TVMBackendGetFuncFromEnv;
-    if (get_func == NULL) return tk_missing_slot(kernel, "__TVMBackendGetFuncFromEnv");
-    void* ctx = __tvm_module_ctx;
-    if (ctx == NULL) return tk_missing_slot(kernel, "__tvm_module_ctx");
-    /* On failure the runtime has already recorded the error. */
-    if (get_func(ctx, func_name, &func) != 0) return -1;
-    if (func == NULL) return tk_error("%s: function %s not found", kernel, func_name);
-    atomic_store_explicit(&tk_scale_func, func, memory_order_release);
-  }
+  void* func = NULL;
+  if (tk_env_func(kernel, &tk_scale_func, func_name, &func) != 0) return -1;
 
   TVMValue values[3];
   int codes[3];
@@ -789,14 +795,8 @@ TK_KERNEL(test_call_own) {
   }
   int (*call)(void*, TVMValue*, int*, int, TVMValue*, int*) = __TVMFuncCall;
   if (call == NULL) return tk_missing_slot(kernel, "__TVMFuncCall");
-  void* func = atomic_load_explicit(&tk_own_func, memory_order_acquire);
-  if (func == NULL) {
-    int (*get_func)(void*, const char*, void**) = __TVMBackendGetFuncFromEnv;
-    if (get_func == NULL) return tk_missing_slot(kernel, "__TVMBackendGetFuncFromEnv");
-    if (__tvm_module_ctx == NULL) return tk_missing_slot(kernel, "__tvm_module_ctx");
-    if (get_func(__tvm_module_ctx, "test_add_one", &func) != 0) return -1;
-    atomic_store_explicit(&tk_own_func, func, memory_order_release);
-  }
+  void* func = NULL;
+  if (tk_env_func(kernel, &tk_own_func, "test_add_one", &func) != 0) return -1;
   TVMValue ret;
   ret.v_handle = NULL;
   int ret_code = TK_CODE_NULL;

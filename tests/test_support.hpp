@@ -1,0 +1,54 @@
+#pragma once
+// Helpers shared by the executor-level tests: float tensors, the error a call throws,
+// and the sample kernel library.
+
+#include <gexec/executor.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace test {
+
+#ifdef GEXEC_TEST_KERNELS
+/// The sample kernel library (tests/kernels), loaded once for the test program.
+inline const gexec::module& kernels() {
+  static gexec::module m = gexec::load_module(GEXEC_TEST_KERNELS);
+  return m;
+}
+#endif
+
+inline std::vector<float> iota(std::size_t n, float start = 0.0f, float step = 1.0f) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
+  return v;
+}
+
+inline gexec::ndarray tensor(std::vector<std::int64_t> shape, const std::vector<float>& values) {
+  return gexec::ndarray::from_values<float>(std::move(shape), std::span<const float>(values));
+}
+
+inline std::vector<float> values_of(const gexec::ndarray& a) {
+  auto v = a.values<float>();
+  return {v.begin(), v.end()};
+}
+
+/// The gexec::error `f` throws; a test failure if it throws none.
+template <class F>
+gexec::error error_of(F&& f) {
+  try {
+    f();
+  } catch (const gexec::error& e) {
+    return e;
+  }
+  FAIL("no gexec::error thrown");
+  return gexec::error(gexec::errc::unsupported, "unreachable");
+}
+
+inline bool contains(const gexec::error& e, const std::string& s) { return std::string(e.what()).find(s) != std::string::npos; }
+
+}  // namespace test
