@@ -1,21 +1,40 @@
 #pragma once
-// TVMBackendParallelLaunch / ParallelBarrier: a process-wide pool of worker threads.
-// Task 0 runs on the launching thread, tasks 1..n-1 on workers; all tasks of a launch
-// run at once, so a barrier between them works. The pool size comes from
-// GEXEC_NUM_THREADS, else TVM_NUM_THREADS, else the number of cores.
+// TVMBackendParallelLaunch / ParallelBarrier. Task 0 runs on the launching thread; the
+// others on idle workers that the launch reserves for itself, so all tasks of a launch
+// run at once (barriers work) and concurrent launchers share the workers without a lock.
+// A launch never runs more tasks than there are cores to run them: on one core every
+// launch is a plain call. Workers start on the first launch that needs them, and again
+// in the child after fork().
 
 #include "../config.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
+#include <type_traits>
 
+#include <pthread.h>
+#if defined(__linux__)
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#include "../error.hpp"
 #include "../tvm_abi.hpp"
 #include "last_error.hpp"
+#include "run_context.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -23,44 +42,165 @@ namespace detail {
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
 #endif
 }
 
-/// Spins briefly, then sleeps in the kernel, until `a` no longer holds `old`.
-template <class T>
-void wait_while_equal(const std::atomic<T>& a, T old) noexcept {
-  for (int i = 0; i < 4000; ++i) {
-    if (a.load(std::memory_order_acquire) != old) return;
-    cpu_relax();
-  }
-  while (a.load(std::memory_order_acquire) == old) a.wait(old, std::memory_order_acquire);
+// Raw futexes on Linux: libstdc++'s atomic::wait spins and calls sched_yield before it
+// sleeps, which is what a thread sharing its core with the one it waits for must not do.
+inline void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t old) noexcept {
+#if defined(__linux__)
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, old, nullptr, nullptr, 0);
+#else
+  word.wait(old, std::memory_order_acquire);
+#endif
 }
 
-/// Threads requested by the environment, else the core count.
+inline void futex_wake(std::atomic<std::uint32_t>& word, bool all) noexcept {
+#if defined(__linux__)
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, all ? INT_MAX : 1, nullptr, nullptr, 0);
+#else
+  all ? word.notify_all() : word.notify_one();
+#endif
+}
+
+/// Spins until done() or for about `budget`; whether done() held.
+template <class Done>
+bool spin_until(Done done, std::chrono::nanoseconds budget) noexcept {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  do {
+    for (int i = 0; i < 32; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+  } while (std::chrono::steady_clock::now() < deadline);
+  return done();
+}
+
+#if defined(__linux__)
+inline bool read_small_file(const char* path, char* buf, std::size_t size) noexcept {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::size_t n = 0;
+  while (n + 1 < size) {
+    const ssize_t r = ::read(fd, buf + n, size - 1 - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    n += static_cast<std::size_t>(r);
+  }
+  ::close(fd);
+  buf[n] = '\0';
+  return n > 0;
+}
+#endif
+
+/// ceil(quota / period), or 0 (no cap) unless both are positive.
+inline int cpu_cap(long long quota, long long period) noexcept {
+  if (quota <= 0 || period <= 0) return 0;
+  const long long cap = quota / period + (quota % period != 0);
+  return cap > INT_MAX ? 0 : static_cast<int>(cap);
+}
+
+/// The cap in cgroup v2's cpu.max text, "QUOTA PERIOD" or "max PERIOD" (no cap).
+inline int parse_cpu_max(const char* text) noexcept {
+  char* end = nullptr;
+  const long long quota = std::strtoll(text, &end, 10);
+  if (end == text) return 0;
+  return cpu_cap(quota, std::strtoll(end, nullptr, 10));
+}
+
+/// The cgroup's CPU bandwidth cap (v2, else v1), 0 if none or unreadable.
+inline int cgroup_cpu_cap() noexcept {
+#if defined(__linux__)
+  char buf[64];
+  if (read_small_file("/sys/fs/cgroup/cpu.max", buf, sizeof buf)) return parse_cpu_max(buf);
+  if (!read_small_file("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", buf, sizeof buf)) return 0;
+  const long long quota = std::strtoll(buf, nullptr, 10);
+  if (!read_small_file("/sys/fs/cgroup/cpu/cpu.cfs_period_us", buf, sizeof buf)) return 0;
+  return cpu_cap(quota, std::strtoll(buf, nullptr, 10));
+#else
+  return 0;
+#endif
+}
+
+/// The cores this process may run on: its affinity mask, capped by its cgroup quota.
+inline int available_cores() noexcept {
+  int n = 0;
+#if defined(__linux__)
+  for (std::size_t cpus = CPU_SETSIZE; n == 0 && cpus <= (std::size_t{1} << 20); cpus *= 2) {
+    cpu_set_t* set = CPU_ALLOC(cpus);
+    if (set == nullptr) break;
+    const std::size_t bytes = CPU_ALLOC_SIZE(cpus);
+    CPU_ZERO_S(bytes, set);
+    const bool ok = sched_getaffinity(0, bytes, set) == 0;
+    const bool too_small = !ok && errno == EINVAL;
+    if (ok) n = CPU_COUNT_S(bytes, set);
+    CPU_FREE(set);
+    if (!ok && !too_small) break;
+  }
+#endif
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  const int cap = cgroup_cpu_cap();
+  if (cap > 0 && cap < n) n = cap;
+  return n < 1 ? 1 : n;
+}
+
+/// GEXEC_NUM_THREADS, else TVM_NUM_THREADS (1..1024), else available_cores().
 inline int default_num_threads() {
   for (const char* name : {"GEXEC_NUM_THREADS", "TVM_NUM_THREADS"}) {
     if (const char* v = std::getenv(name)) {
       char* end = nullptr;
-      long n = std::strtol(v, &end, 10);
+      const long n = std::strtol(v, &end, 10);
       if (end != v && *end == '\0' && n > 0 && n <= 1024) return static_cast<int>(n);
     }
   }
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
+  return available_cores();
+}
+
+/// Bumped in the child of every fork(): workers started before it do not exist there.
+inline std::atomic<unsigned>& fork_generation() noexcept {
+  static std::atomic<unsigned> generation{0};
+  return generation;
+}
+
+inline void watch_forks() noexcept {
+  static std::once_flag once;
+  try {
+    std::call_once(once, [] {
+      pthread_atfork(nullptr, nullptr, [] { fork_generation().fetch_add(1, std::memory_order_relaxed); });
+    });
+  } catch (...) {
+  }
+}
+
+/// Whether this thread is running a task: launches from inside one run serially.
+inline bool& in_parallel_task() noexcept {
+  thread_local bool flag = false;
+  return flag;
 }
 
 class thread_pool {
  public:
-  explicit thread_pool(int num_threads)
-      : num_threads_(num_threads < 1 ? 1 : num_threads), slots_(static_cast<std::size_t>(num_threads_)) {
-    for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { work(slots_[static_cast<std::size_t>(i)]); });
-  }
+  /// `num_threads` counts the launching thread.
+  explicit thread_pool(int num_threads) noexcept : thread_pool(num_threads, available_cores()) {}
+
   ~thread_pool() {
-    for (std::size_t i = 1; i < slots_.size(); ++i) {
-      slots_[i].job.store(&stop_job_, std::memory_order_release);
-      slots_[i].job.notify_one();
+    worker_set* ws = set_.load(std::memory_order_acquire);
+    // Workers started before a fork do not exist in the child: their objects are leaked,
+    // as destroying a joinable std::thread would terminate.
+    if (ws == nullptr || ws->generation != fork_generation().load(std::memory_order_relaxed)) return;
+    slot* const slots = ws->slots.get();
+    std::thread* const threads = ws->threads.get();
+    for (int i = 0; i < ws->count; ++i) {
+      slots[i].state.store(kStop, std::memory_order_seq_cst);
+      slots[i].wake.fetch_add(2, std::memory_order_seq_cst);
+      futex_wake(slots[i].wake, true);
     }
-    for (auto& t : workers_) t.join();
+    for (int i = 0; i < ws->count; ++i)
+      if (threads[i].joinable()) threads[i].join();
+    delete ws;
   }
   thread_pool(const thread_pool&) = delete;
   thread_pool& operator=(const thread_pool&) = delete;
@@ -70,117 +210,312 @@ class thread_pool {
     return pool;
   }
 
-  /// Threads a launch can use, the caller's included.
   [[nodiscard]] int num_threads() const noexcept { return num_threads_; }
 
-  /// Runs `num_task` tasks (0: one per thread; never more than the threads, so that
-  /// barriers cannot deadlock). Returns 0, or -1 with the first failing task's message
-  /// as the caller's last error.
-  int launch(FTVMParallelLambda f, void* cdata, int num_task) {
-    int n = (num_task <= 0 || num_task > num_threads_) ? num_threads_ : num_task;
-    // Nested launches, and launches while another thread holds the pool, run in the caller.
-    std::unique_lock lock(launch_mu_, std::try_to_lock);
-    if (in_task() || !lock.owns_lock() || n == 1) return run_serial(f, cdata);
+  /// The most tasks a launch runs: more could not run at once.
+  [[nodiscard]] int max_concurrency() const noexcept { return max_concurrency_; }
+
+  /// Runs n tasks, n >= 1 of the pool's choosing when num_task <= 0, else at most
+  /// num_task, and sets penv->num_task = n. Returns 0, or -1 with the first failing
+  /// task's message as this thread's last error.
+  int launch(FTVMParallelLambda f, void* cdata, int num_task) noexcept {
+    const int wanted = num_task <= 0 || num_task > max_concurrency_ ? max_concurrency_ : num_task;
+    if (wanted <= 1 || in_parallel_task()) return run_serial(f, cdata);
+    worker_set* ws = workers();
+    if (ws == nullptr) return run_serial(f, cdata);
+
+    slot* const slots = ws->slots.get();
+    int first = kNone, last = kNone, reserved = 0;
+    for (int i = 0; i < ws->count && reserved < wanted - 1; ++i) {
+      std::uint32_t idle = kIdle;
+      if (!slots[i].state.compare_exchange_strong(idle, kReserved, std::memory_order_acquire, std::memory_order_relaxed))
+        continue;
+      if (last == kNone)
+        first = i;
+      else
+        slots[last].next = static_cast<std::uint16_t>(i);
+      last = i;
+      ++reserved;
+    }
+    if (reserved == 0) return run_serial(f, cdata);  // every core is busy with other launches
+    slots[last].next = kNone;
 
     job j;
-    j.f = f;
-    j.cdata = cdata;
     j.env.sync_handle = &j;
-    j.env.num_task = n;
-    pending_.store(n - 1, std::memory_order_relaxed);
-    for (int i = 1; i < n; ++i) {
-      slot& s = slots_[static_cast<std::size_t>(i)];
-      s.task_id = i;
-      s.job.store(&j, std::memory_order_release);
-      s.job.notify_one();
+    j.env.num_task = 1 + reserved;
+    j.spin = spin_;
+    run_context* const context = current_context();
+    slot& lead = slots[first];
+    lead.pending.store(static_cast<std::uint32_t>(reserved), std::memory_order_relaxed);
+    std::uint16_t task = 1;
+    for (int i = first; i != kNone; i = slots[i].next) {
+      slot& s = slots[i];
+      s.task = task++;
+      s.env = j.env;
+      s.f = f;
+      s.cdata = cdata;
+      s.context = context;
+      s.lead = &lead;
+      s.state.store(kPosted, std::memory_order_seq_cst);
+      if (s.wake.load(std::memory_order_seq_cst) & 1) wake_worker(s);
     }
-    run_task(j, 0);
-    // Workers touch `j` only before they count down, so it may die once pending_ is 0.
-    for (int left = pending_.load(std::memory_order_acquire); left != 0; left = pending_.load(std::memory_order_acquire))
-      wait_while_equal(pending_, left);
+
+    run_task(f, cdata, &j.env, context, 0);
+    // Task 0 is done, so it passed all its barriers: a task not started yet belongs to a
+    // lambda without barriers, and this thread may as well run it as wait for a worker.
+    std::uint32_t stolen = 0;
+    for (int i = first; i != kNone; i = slots[i].next) {
+      std::uint32_t posted = kPosted;
+      if (slots[i].state.compare_exchange_strong(posted, kReserved, std::memory_order_acquire, std::memory_order_relaxed)) {
+        run_task(f, cdata, &j.env, context, slots[i].task);
+        ++stolen;
+      }
+    }
+    wait_for_workers(lead, stolen);
+    for (int i = first; i != kNone;) {
+      const int next = slots[i].next;  // the slot is another launch's once released
+      slots[i].state.store(kIdle, std::memory_order_release);
+      i = next;
+    }
     if (j.failed.load(std::memory_order_acquire)) {
-      set_last_error(j.error);
+      report(j.error);
       return -1;
     }
     return 0;
   }
 
   /// TVMBackendParallelBarrier: every task of the launch waits for the others.
-  static int barrier(TVMParallelGroupEnv* penv) {
+  static int barrier(TVMParallelGroupEnv* penv) noexcept {
     if (penv == nullptr || penv->num_task <= 1 || penv->sync_handle == nullptr) return 0;
-    auto* j = static_cast<job*>(penv->sync_handle);
-    int phase = j->barrier_phase.load(std::memory_order_acquire);
-    if (j->barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 == penv->num_task) {
-      j->barrier_count.store(0, std::memory_order_relaxed);
-      j->barrier_phase.fetch_add(1, std::memory_order_acq_rel);
-      j->barrier_phase.notify_all();
-    } else {
-      wait_while_equal(j->barrier_phase, phase);
+    job& j = *static_cast<job*>(penv->sync_handle);
+    const std::uint32_t phase = j.phase.load(std::memory_order_acquire);
+    if (j.arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(penv->num_task)) {
+      j.arrived.store(0, std::memory_order_relaxed);
+      j.phase.store(phase + 1, std::memory_order_seq_cst);
+      if (j.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake(j.phase, true);
+      return 0;
     }
+    auto passed = [&] { return j.phase.load(std::memory_order_acquire) != phase; };
+    if (j.spin && spin_until(passed, kSpinFor)) return 0;
+    j.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    while (j.phase.load(std::memory_order_seq_cst) == phase) futex_wait(j.phase, phase);
+    j.sleepers.fetch_sub(1, std::memory_order_relaxed);
     return 0;
   }
 
+  /// Calls f(task_id, num_tasks) on each of n tasks, as launch() picks n; throws
+  /// gexec::error (kernel_failed) with the first failure's message.
+  template <class F>
+  void parallel_for(int num_task, F&& f) {
+    using fn = std::remove_reference_t<F>;
+    auto call = [](int task_id, TVMParallelGroupEnv* penv, void* cdata) -> int {
+      (*static_cast<fn*>(cdata))(task_id, static_cast<int>(penv->num_task));
+      return 0;
+    };
+    void* cdata = const_cast<void*>(static_cast<const void*>(std::addressof(f)));
+    if (launch(call, cdata, num_task) != 0) throw error(errc::kernel_failed, take_last_error());
+  }
+
  private:
+  // Spinning pays only while the threads we wait for have cores of their own; a wait
+  // that outlasts this sleeps.
+  static constexpr std::chrono::microseconds kSpinFor{10};
+
+  enum : std::uint32_t { kOff, kIdle, kReserved, kPosted, kRunning, kStop };
+  static constexpr std::uint16_t kNone = 0xffff;
+  static constexpr std::uint32_t kSleeping = 0x80000000u;
+
+  // Shared by the tasks of one launch; lives on the launcher's stack.
   struct job {
+    TVMParallelGroupEnv env{};
+    bool spin = false;
+    std::atomic<bool> failed{false};
+    std::string error;
+    alignas(64) std::atomic<std::uint32_t> arrived{0};
+    std::atomic<std::uint32_t> phase{0};
+    std::atomic<std::uint32_t> sleepers{0};
+  };
+
+  // One worker's mailbox, one cache line: all a worker reads to run its task. The plain
+  // fields belong to the launch that reserved the slot.
+  struct alignas(64) slot {
+    std::atomic<std::uint32_t> state{kOff};
+    // Bit 0: the worker sleeps, or is about to. A wake clears it and counts in the bits
+    // above, so a worker that slept through a post and its stealing never misses the
+    // next, and a worker woken but not yet running is not woken again (a system call
+    // per launch while it waits for a busy core).
+    std::atomic<std::uint32_t> wake{0};
+    // Tasks still running on workers, when this slot is a launch's first: it outlives
+    // the launch, so a worker may still touch it after the launcher has returned.
+    std::atomic<std::uint32_t> pending{0};
+    std::uint16_t task = 0;
+    std::uint16_t next = kNone;  // the launch's next slot
+    TVMParallelGroupEnv env{};   // a copy per task: kernels only read it
     FTVMParallelLambda f = nullptr;
     void* cdata = nullptr;
-    TVMParallelGroupEnv env{};
-    std::atomic<bool> failed{false};
-    std::mutex error_mu;
-    std::string error;
-    std::atomic<int> barrier_count{0};
-    std::atomic<int> barrier_phase{0};
+    run_context* context = nullptr;
+    slot* lead = nullptr;
   };
-  // One mailbox per worker, on its own cache line.
-  struct alignas(64) slot {
-    std::atomic<thread_pool::job*> job{nullptr};
-    int task_id = 0;
+  static_assert(sizeof(slot) == 64);
+
+  struct worker_set {
+    worker_set(int n, unsigned gen)
+        : count(n),
+          generation(gen),
+          slots(new slot[static_cast<std::size_t>(n)]),
+          threads(new std::thread[static_cast<std::size_t>(n)]) {}
+    int count;
+    unsigned generation;
+    std::unique_ptr<slot[]> slots;
+    std::unique_ptr<std::thread[]> threads;
   };
 
-  static bool& in_task() {
-    thread_local bool flag = false;
-    return flag;
+  thread_pool(int num_threads, int cores) noexcept
+      : num_threads_(std::clamp(num_threads, 1, int{kNone})),
+        max_concurrency_(std::min(num_threads_, cores)),
+        spin_(num_threads_ <= cores) {}
+
+  static void report(const std::string& message) noexcept {
+    try {
+      set_last_error(message.empty() ? std::string("parallel task failed") : message);
+    } catch (...) {
+    }
   }
 
-  static int run_serial(FTVMParallelLambda f, void* cdata) {
+  static void fail(job& j, int task_id, const char* what) noexcept {
+    std::string message = take_last_error();  // clears this thread's either way
+    if (j.failed.exchange(true, std::memory_order_acq_rel)) return;
+    try {
+      if (what != nullptr)
+        j.error = what;
+      else if (!message.empty())
+        j.error = std::move(message);
+      else
+        j.error = "parallel task " + std::to_string(task_id) + " failed";
+    } catch (...) {  // no memory for the message: the launch fails all the same
+    }
+  }
+
+  static void run_task(FTVMParallelLambda f, void* cdata, TVMParallelGroupEnv* env, run_context* context,
+                       int task_id) noexcept {
+    bool& in_task = in_parallel_task();
+    in_task = true;
+    context_scope scope(context);
+    job& j = *static_cast<job*>(env->sync_handle);
+    try {
+      if (f(task_id, env, cdata) != 0) fail(j, task_id, nullptr);
+    } catch (const std::exception& e) {
+      fail(j, task_id, e.what());
+    } catch (...) {
+      fail(j, task_id, "unknown exception");
+    }
+    in_task = false;
+  }
+
+  static int run_serial(FTVMParallelLambda f, void* cdata) noexcept {
     TVMParallelGroupEnv env{nullptr, 1};
-    bool outer = !in_task();
-    in_task() = true;
-    int rc = f(0, &env, cdata);
-    if (outer) in_task() = false;
-    return rc == 0 ? 0 : -1;
+    bool& in_task = in_parallel_task();
+    const bool outer = in_task;
+    in_task = true;
+    int rc = -1;
+    try {
+      rc = f(0, &env, cdata);
+    } catch (const std::exception& e) {
+      report(e.what());
+    } catch (...) {
+      report("unknown exception");
+    }
+    in_task = outer;
+    if (rc == 0) return 0;
+    const std::string m = take_last_error();  // the kernel's message, or the exception's
+    report(m.empty() ? std::string("parallel task 0 failed") : m);
+    return -1;
   }
 
-  static void run_task(job& j, int task_id) {
-    in_task() = true;
-    int rc = j.f(task_id, &j.env, j.cdata);
-    in_task() = false;
-    if (rc != 0) {
-      std::lock_guard g(j.error_mu);
-      if (!j.failed.exchange(true, std::memory_order_acq_rel)) {
-        j.error = take_last_error();
-        if (j.error.empty()) j.error = "parallel task " + std::to_string(task_id) + " failed";
+  void wait_for_workers(slot& lead, std::uint32_t stolen) noexcept {
+    std::uint32_t left = stolen == 0 ? lead.pending.load(std::memory_order_acquire)
+                                     : lead.pending.fetch_sub(stolen, std::memory_order_acq_rel) - stolen;
+    if (left == 0) return;
+    if (spin_ && spin_until([&] { return lead.pending.load(std::memory_order_acquire) == 0; }, kSpinFor)) return;
+    left = lead.pending.fetch_or(kSleeping, std::memory_order_acq_rel);
+    while ((left & ~kSleeping) != 0) {
+      futex_wait(lead.pending, left | kSleeping);
+      left = lead.pending.load(std::memory_order_acquire);
+    }
+  }
+
+  static void wake_worker(slot& s) noexcept {
+    s.wake.fetch_add(1, std::memory_order_seq_cst);  // odd + 1: clears bit 0, counts a wake
+    futex_wake(s.wake, false);
+  }
+
+  static std::uint32_t wait_for_post(slot& s, bool spin) noexcept {
+    std::uint32_t v = 0;
+    auto ready = [&] {
+      v = s.state.load(std::memory_order_acquire);
+      return v == kPosted || v == kStop;
+    };
+    if (ready() || (spin && spin_until(ready, kSpinFor))) return v;
+    for (;;) {
+      const std::uint32_t w = s.wake.fetch_or(1, std::memory_order_seq_cst) | 1;
+      v = s.state.load(std::memory_order_seq_cst);
+      if (v == kPosted || v == kStop) break;
+      futex_wait(s.wake, w);
+    }
+    s.wake.fetch_and(~1u, std::memory_order_relaxed);
+    return v;
+  }
+
+  void work(slot& s) noexcept {
+    bool spin = false;
+    for (;;) {
+      if (wait_for_post(s, spin) == kStop) return;
+      std::uint32_t posted = kPosted;
+      if (!s.state.compare_exchange_strong(posted, kRunning, std::memory_order_acquire, std::memory_order_relaxed)) {
+        spin = spin_;  // the launcher ran it: its tasks are short, the next launch is near
+        continue;
+      }
+      run_task(s.f, s.cdata, &s.env, s.context, s.task);
+      slot& lead = *s.lead;
+      if (lead.pending.fetch_sub(1, std::memory_order_acq_rel) == (kSleeping | 1)) futex_wake(lead.pending, false);
+      spin = spin_;  // launches tend to come in bursts
+    }
+  }
+
+  worker_set* workers() noexcept {
+    worker_set* ws = set_.load(std::memory_order_acquire);
+    if (ws != nullptr && ws->generation == fork_generation().load(std::memory_order_relaxed)) return ws;
+    return start_workers(ws);
+  }
+
+  // On the first launch that needs workers, and on the first in the child of a fork.
+  worker_set* start_workers(worker_set* old) noexcept {
+    watch_forks();
+    const unsigned gen = fork_generation().load(std::memory_order_relaxed);
+    std::unique_ptr<worker_set> fresh;
+    try {
+      fresh = std::make_unique<worker_set>(max_concurrency_ - 1, gen);
+    } catch (...) {
+      return nullptr;
+    }
+    if (!set_.compare_exchange_strong(old, fresh.get(), std::memory_order_acq_rel, std::memory_order_acquire))
+      return old != nullptr && old->generation == gen ? old : nullptr;  // another launcher started them
+    worker_set* ws = fresh.release();  // `old`, from before a fork, is leaked on purpose
+    for (int i = 0; i < ws->count; ++i) {
+      slot& s = ws->slots.get()[i];
+      try {
+        ws->threads.get()[i] = std::thread([this, &s] { work(s); });
+        s.state.store(kIdle, std::memory_order_release);
+      } catch (...) {  // no thread: the slot stays off
       }
     }
-  }
-
-  void work(slot& s) {
-    for (;;) {
-      wait_while_equal(s.job, static_cast<job*>(nullptr));
-      job* j = s.job.load(std::memory_order_acquire);
-      if (j == &stop_job_) return;
-      run_task(*j, s.task_id);
-      s.job.store(nullptr, std::memory_order_relaxed);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
-    }
+    return ws;
   }
 
   int num_threads_;
-  std::vector<slot> slots_;
-  std::vector<std::thread> workers_;
-  std::atomic<int> pending_{0};
-  std::mutex launch_mu_;
-  job stop_job_;
+  int max_concurrency_;
+  bool spin_;
+  std::atomic<worker_set*> set_{nullptr};
 };
 
 }  // namespace detail

@@ -1,0 +1,516 @@
+// The pool behind TVMBackendParallelLaunch / ParallelBarrier: barriers, core counting,
+// failures and exceptions, concurrent launchers, stealing, fork, nesting, context.
+
+#include <gexec/detail/thread_pool.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <future>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <dirent.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_THREAD__)
+#define GEXEC_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GEXEC_TEST_TSAN 1
+#endif
+#endif
+
+namespace {
+
+using gexec::detail::thread_pool;
+
+constexpr int kMaxTasks = 64;
+
+/// What the tasks of one launch saw. Task t writes only its own entries; the barrier
+/// makes them visible to the others.
+struct barrier_check {
+  int rounds = 20;
+  int stage[kMaxTasks] = {};
+  std::atomic<int> runs[kMaxTasks] = {};
+  std::atomic<int> num_task{0};
+  std::atomic<int> wrong{0};
+};
+
+int barrier_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  auto& c = *static_cast<barrier_check*>(cdata);
+  c.num_task.store(penv->num_task, std::memory_order_relaxed);
+  c.runs[task_id].fetch_add(1, std::memory_order_relaxed);
+  for (int round = 1; round <= c.rounds; ++round) {
+    c.stage[task_id] = round;
+    thread_pool::barrier(penv);
+    for (int t = 0; t < penv->num_task; ++t)
+      if (c.stage[t] != round) c.wrong.fetch_add(1, std::memory_order_relaxed);
+    thread_pool::barrier(penv);
+  }
+  return 0;
+}
+
+/// The number of tasks the launch ran, or -1 if a task ran twice or a barrier leaked.
+int launch_and_check(thread_pool& pool, int requested, int rounds = 20) {
+  barrier_check c;
+  c.rounds = rounds;
+  if (pool.launch(&barrier_task, &c, requested) != 0) return -1;
+  const int n = c.num_task.load();
+  if (n < 1 || n > kMaxTasks || c.wrong.load() != 0) return -1;
+  for (int t = 0; t < kMaxTasks; ++t)
+    if (c.runs[t].load() != (t < n ? 1 : 0)) return -1;
+  return n;
+}
+
+int expected_tasks(const thread_pool& pool, int requested) {
+  return requested <= 0 || requested > pool.max_concurrency() ? pool.max_concurrency() : requested;
+}
+
+/// Runs f on another thread; unless it is done within `seconds`, ends the process with
+/// a failure at once (a deadlocked pool cannot be torn down).
+void run_with_timeout(int seconds, std::function<void()> f) {
+  std::packaged_task<void()> task(std::move(f));
+  std::future<void> done = task.get_future();
+  std::thread t(std::move(task));
+  if (done.wait_for(std::chrono::seconds(seconds)) != std::future_status::ready) {
+    std::fprintf(stderr, "FAILED: not done within %d s: deadlock\n", seconds);
+    std::_Exit(1);
+  }
+  t.join();
+  done.get();
+}
+
+int affinity_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+  return CPU_COUNT(&set);
+}
+
+/// Confines the calling thread to the first CPU it may run on. (CHECK, not REQUIRE:
+/// it runs on threads of the test's own, which must not throw.)
+void pin_to_one_cpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
+  int first = 0;
+  while (first < CPU_SETSIZE - 1 && !CPU_ISSET(first, &set)) ++first;
+  CPU_ZERO(&set);
+  CPU_SET(first, &set);
+  CHECK(sched_setaffinity(0, sizeof set, &set) == 0);
+}
+
+int thread_count() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// A joined thread may linger in /proc for a moment.
+int thread_count_once(int expected) {
+  int n = thread_count();
+  for (int i = 0; i < 200 && n != expected; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    n = thread_count();
+  }
+  return n;
+}
+
+int settled_thread_count() {
+  int n = thread_count();
+  for (int i = 0; i < 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const int m = thread_count();
+    if (m == n) break;
+    n = m;
+  }
+  return n;
+}
+
+/// Sets an environment variable for a scope and restores it.
+class env_var {
+ public:
+  env_var(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    value ? setenv(name, value, 1) : unsetenv(name);
+  }
+  ~env_var() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
+  env_var(const env_var&) = delete;
+  env_var& operator=(const env_var&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST_CASE("a launch runs every task at once, so repeated barriers hold") {
+  for (int threads : {1, 2, 3, 4, 8}) {
+    CAPTURE(threads);
+    thread_pool pool(threads);
+    CHECK(pool.num_threads() == threads);
+    CHECK(pool.max_concurrency() == std::min(threads, gexec::detail::available_cores()));
+    for (int requested : {0, 2, 64}) {
+      CAPTURE(requested);
+      for (int launch = 0; launch < 50; ++launch) {
+        const int n = launch_and_check(pool, requested);
+        REQUIRE(n == expected_tasks(pool, requested));  // all workers are idle between launches
+      }
+    }
+  }
+}
+
+TEST_CASE("the pool counts the cores it may use") {
+  const int cores = gexec::detail::available_cores();
+  CHECK(cores >= 1);
+  const int cap = gexec::detail::cgroup_cpu_cap();
+  if (cap == 0 || cap >= affinity_count())
+    CHECK(cores == affinity_count());
+  else
+    CHECK(cores == cap);
+
+  CHECK(gexec::detail::parse_cpu_max("max 100000\n") == 0);
+  CHECK(gexec::detail::parse_cpu_max("100000 100000\n") == 1);
+  CHECK(gexec::detail::parse_cpu_max("150000 100000\n") == 2);
+  CHECK(gexec::detail::parse_cpu_max("50000 100000\n") == 1);
+  CHECK(gexec::detail::parse_cpu_max("400000 100000") == 4);
+  CHECK(gexec::detail::parse_cpu_max("") == 0);
+  CHECK(gexec::detail::cpu_cap(-1, 100000) == 0);  // cgroup v1's "no quota"
+
+  // The affinity mask is per thread: a thread confined to one CPU sees one core, and a
+  // pool made there runs every launch in the caller.
+  std::thread([] {
+    pin_to_one_cpu();
+    CHECK(gexec::detail::available_cores() == 1);
+    thread_pool pool(4);
+    CHECK(pool.num_threads() == 4);
+    CHECK(pool.max_concurrency() == 1);
+  }).join();
+}
+
+TEST_CASE("the thread count comes from GEXEC_NUM_THREADS, else TVM_NUM_THREADS, else the cores") {
+  using gexec::detail::default_num_threads;
+  const int cores = gexec::detail::available_cores();
+  {
+    env_var g("GEXEC_NUM_THREADS", nullptr), t("TVM_NUM_THREADS", nullptr);
+    CHECK(default_num_threads() == cores);
+  }
+  {
+    env_var g("GEXEC_NUM_THREADS", "3"), t("TVM_NUM_THREADS", "5");
+    CHECK(default_num_threads() == 3);
+  }
+  {
+    env_var g("GEXEC_NUM_THREADS", nullptr), t("TVM_NUM_THREADS", "5");
+    CHECK(default_num_threads() == 5);
+  }
+  for (const char* bad : {"0", "-2", "1025", "3x", "", "abc"}) {
+    CAPTURE(bad);
+    env_var g("GEXEC_NUM_THREADS", bad), t("TVM_NUM_THREADS", "7");
+    CHECK(default_num_threads() == 7);
+    env_var t2("TVM_NUM_THREADS", bad);
+    CHECK(default_num_threads() == cores);
+  }
+  {
+    env_var g("GEXEC_NUM_THREADS", "1024"), t("TVM_NUM_THREADS", nullptr);
+    CHECK(default_num_threads() == 1024);
+  }
+}
+
+TEST_CASE("a pool with one core's worth of concurrency runs every launch in the caller, starting no thread") {
+  auto check_serial = [](thread_pool& pool) {  // CHECKs only: also runs on a thread of ours
+    CHECK(pool.max_concurrency() == 1);
+    struct seen {
+      std::thread::id caller = std::this_thread::get_id();
+      int tasks = 0, wrong = 0;
+    } s;
+    for (int requested : {0, 1, 2, 64}) {
+      CHECK(pool.launch(
+                  [](int task_id, TVMParallelGroupEnv* penv, void* cdata) -> int {
+                    auto& s = *static_cast<seen*>(cdata);
+                    ++s.tasks;
+                    if (task_id != 0 || penv->num_task != 1 || std::this_thread::get_id() != s.caller) ++s.wrong;
+                    thread_pool::barrier(penv);  // one task: returns at once
+                    return 0;
+                  },
+                  &s, requested) == 0);
+    }
+    CHECK(s.tasks == 4);
+    CHECK(s.wrong == 0);
+  };
+  const int before = settled_thread_count();
+  thread_pool one(1);
+  check_serial(one);
+  std::thread([&] {
+    pin_to_one_cpu();
+    thread_pool two(2);
+    check_serial(two);
+  }).join();
+  CHECK(thread_count_once(before) == before);
+
+  // Lazily: a pool starts workers on the first launch that needs them.
+  thread_pool wide(4);
+  REQUIRE(wide.launch([](int, TVMParallelGroupEnv*, void*) { return 0; }, nullptr, 1) == 0);
+  CHECK(thread_count() == before);
+  REQUIRE(wide.launch([](int, TVMParallelGroupEnv*, void*) { return 0; }, nullptr, 0) == 0);
+  CHECK(thread_count() == before + wide.max_concurrency() - 1);
+}
+
+TEST_CASE("a failing task's message reaches the launching thread") {
+  thread_pool pool(3);
+  auto fail_last = [](int task_id, TVMParallelGroupEnv* penv, void*) -> int {
+    if (task_id != penv->num_task - 1) return 0;
+    gexec::detail::set_last_error("the last task says no");
+    return -1;
+  };
+  gexec::detail::last_error().clear();
+  CHECK(pool.launch(fail_last, nullptr, 0) == -1);
+  CHECK(gexec::detail::take_last_error() == "the last task says no");
+
+  auto fail_silently = [](int task_id, TVMParallelGroupEnv* penv, void*) -> int { return task_id == penv->num_task - 1 ? 1 : 0; };
+  CHECK(pool.launch(fail_silently, nullptr, 0) == -1);
+  CHECK(gexec::detail::take_last_error() == "parallel task " + std::to_string(pool.max_concurrency() - 1) + " failed");
+  CHECK(pool.launch(fail_silently, nullptr, 1) == -1);
+  CHECK(gexec::detail::take_last_error() == "parallel task 0 failed");
+
+  CHECK(launch_and_check(pool, 0) == pool.max_concurrency());
+}
+
+TEST_CASE("an exception from a task reaches the launcher, and the pool stays healthy") {
+  thread_pool pool(2);
+  for (int thrower : {0, 1}) {
+    CAPTURE(thrower);
+    static std::atomic<int> which;
+    which = thrower < pool.max_concurrency() ? thrower : 0;
+    auto throwing = [](int task_id, TVMParallelGroupEnv* penv, void*) -> int {
+      thread_pool::barrier(penv);
+      if (task_id == which) throw std::runtime_error("boom in task " + std::to_string(task_id));
+      return 0;
+    };
+    CHECK(pool.launch(throwing, nullptr, 0) == -1);
+    CHECK(gexec::detail::take_last_error() == "boom in task " + std::to_string(which.load()));
+
+    auto throws_int = [](int task_id, TVMParallelGroupEnv*, void*) -> int {
+      if (task_id == which) throw 42;
+      return 0;
+    };
+    CHECK(pool.launch(throws_int, nullptr, 0) == -1);
+    CHECK(gexec::detail::take_last_error() == "unknown exception");
+
+    std::atomic<int> calls{0};
+    try {
+      pool.parallel_for(0, [&](int task_id, int) {
+        ++calls;
+        if (task_id == which) throw std::runtime_error("parallel_for says no");
+      });
+      FAIL("parallel_for did not throw");
+    } catch (const gexec::error& e) {
+      CHECK(e.code() == gexec::errc::kernel_failed);
+      CHECK(std::string(e.what()).find("parallel_for says no") != std::string::npos);
+    }
+    CHECK(calls == pool.max_concurrency());
+
+    // Launches go on, from another thread too.
+    int n = 0;
+    std::thread([&] { n = launch_and_check(pool, 0); }).join();
+    CHECK(n == pool.max_concurrency());
+  }
+
+  std::vector<int> hits(kMaxTasks, 0);
+  int tasks = 0;
+  pool.parallel_for(0, [&](int task_id, int num_tasks) {
+    hits[static_cast<std::size_t>(task_id)] = num_tasks;
+    if (task_id == 0) tasks = num_tasks;
+  });
+  CHECK(tasks == pool.max_concurrency());
+  for (int t = 0; t < tasks; ++t) CHECK(hits[static_cast<std::size_t>(t)] == tasks);
+}
+
+TEST_CASE("concurrent launchers all progress, sharing the workers, without deadlock") {
+  thread_pool pool(3);
+  std::atomic<int> bad{0}, parallel{0};
+  run_with_timeout(60, [&] {
+    std::vector<std::thread> launchers;
+    for (int l = 0; l < 4; ++l) {
+      launchers.emplace_back([&] {
+        for (int i = 0; i < 2000; ++i) {
+          const int n = launch_and_check(pool, i % 3, 2);
+          if (n < 1 || n > pool.max_concurrency()) ++bad;
+          if (n > 1) ++parallel;
+        }
+      });
+    }
+    for (auto& t : launchers) t.join();
+  });
+  CHECK(bad == 0);
+  MESSAGE(parallel.load() << " of 8000 launches ran on more than one thread");
+  CHECK(launch_and_check(pool, 0) == pool.max_concurrency());  // every worker was given back
+}
+
+TEST_CASE("the launcher runs tasks a slow worker has not started, each exactly once") {
+  // Launcher and worker share one CPU (the worker inherits the launcher's mask), so the
+  // worker is often not running when the launcher finishes task 0.
+  struct record {
+    std::thread::id launcher;
+    std::atomic<int> runs[2] = {};
+    std::atomic<int> num_task{0};
+    std::atomic<bool> task1_on_launcher{false};
+  };
+  int bad = 0, stolen = 0, parallel = 0;
+  std::thread([&] {
+    thread_pool pool(2);
+    pin_to_one_cpu();
+    for (int i = 0; i < 10000; ++i) {
+      record r;
+      r.launcher = std::this_thread::get_id();
+      const int rc = pool.launch(
+          [](int task_id, TVMParallelGroupEnv* penv, void* cdata) -> int {
+            auto& r = *static_cast<record*>(cdata);
+            r.num_task = penv->num_task;
+            r.runs[task_id].fetch_add(1);
+            if (task_id == 1) r.task1_on_launcher = std::this_thread::get_id() == r.launcher;
+            return 0;
+          },
+          &r, 2);
+      const int n = r.num_task;
+      if (rc != 0 || n != pool.max_concurrency() || r.runs[0] != 1 || r.runs[1] != (n == 2 ? 1 : 0)) ++bad;
+      if (n == 2) ++parallel;
+      if (r.task1_on_launcher) ++stolen;
+    }
+  }).join();
+  CHECK(bad == 0);
+  MESSAGE("the launcher ran task 1 itself in " << stolen << " of " << parallel << " two-task launches");
+  if (parallel > 0) CHECK(stolen > 0);
+}
+
+TEST_CASE("a worker whose task was taken back is woken for the next launch") {
+  // Tiny launches often end before their worker wakes; the launcher runs the task and
+  // gives the worker back. A worker that then sleeps through the next post would hang
+  // the next launch that needs it, which one with barriers does.
+  thread_pool pool(2);
+  std::atomic<int> bad{0};
+  run_with_timeout(60, [&] {
+    for (int i = 0; i < 30000; ++i) {
+      if (i % 100 == 99) {
+        if (launch_and_check(pool, 0, 1) != pool.max_concurrency()) ++bad;
+      } else if (pool.launch([](int, TVMParallelGroupEnv*, void*) { return 0; }, nullptr, 0) != 0) {
+        ++bad;
+      }
+    }
+  });
+  CHECK(bad == 0);
+}
+
+TEST_CASE("a forked child launches on a pool whose workers its parent started") {
+#if defined(GEXEC_TEST_TSAN)
+  MESSAGE("skipped under ThreadSanitizer, which does not model fork");
+#else
+  thread_pool pool(2);
+  auto* other = new thread_pool(2);
+  REQUIRE(launch_and_check(pool, 0) == pool.max_concurrency());
+  REQUIRE(launch_and_check(*other, 0) == other->max_concurrency());
+
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    bool ok = true;
+    for (int i = 0; i < 100 && ok; ++i) ok = launch_and_check(pool, 0) == pool.max_concurrency();
+    delete other;  // its workers do not exist here: leaked, not joined
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int waited_ms = 0; waited_ms < 20000 && done == 0; waited_ms += 5) {
+    done = waitpid(child, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL("the child hung");
+  }
+  REQUIRE(done == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(launch_and_check(pool, 0) == pool.max_concurrency());  // the parent's pool is unharmed
+  delete other;
+#endif
+}
+
+TEST_CASE("nested launches run serially in the calling task") {
+  thread_pool pool(4), other(4);
+  struct seen {
+    thread_pool* pool;
+    thread_pool* other;
+    std::atomic<int> outer{0}, inner{0}, wrong{0};
+  } s{&pool, &other};
+  auto outer = [](int, TVMParallelGroupEnv* penv, void* cdata) -> int {
+    auto& s = *static_cast<seen*>(cdata);
+    s.outer = penv->num_task;
+    struct inner_arg {
+      seen* s;
+      std::thread::id caller;
+    } a{&s, std::this_thread::get_id()};
+    auto inner = [](int task_id, TVMParallelGroupEnv* penv, void* cdata) -> int {
+      auto& a = *static_cast<inner_arg*>(cdata);
+      ++a.s->inner;
+      if (task_id != 0 || penv->num_task != 1 || std::this_thread::get_id() != a.caller) ++a.s->wrong;
+      return 0;
+    };
+    if (s.pool->launch(inner, &a, 4) != 0 || s.other->launch(inner, &a, 0) != 0) return -1;
+    return 0;
+  };
+  CHECK(pool.launch(outer, &s, 0) == 0);
+  CHECK(s.outer == pool.max_concurrency());
+  CHECK(s.inner == 2 * s.outer);  // two single-task inner launches per outer task
+  CHECK(s.wrong == 0);
+  CHECK(launch_and_check(pool, 0) == pool.max_concurrency());  // the flag is cleared after
+}
+
+TEST_CASE("every task sees the launcher's run context, and workers drop it afterwards") {
+  using gexec::detail::current_context;
+  thread_pool pool(4);
+  struct seen {
+    gexec::detail::run_context* context[kMaxTasks] = {};
+    std::atomic<int> num_task{0};
+  };
+  auto record = [](int task_id, TVMParallelGroupEnv* penv, void* cdata) -> int {
+    auto& s = *static_cast<seen*>(cdata);
+    s.num_task = penv->num_task;
+    s.context[task_id] = current_context();
+    return 0;
+  };
+  gexec::detail::run_context ctx;
+  for (int launch = 0; launch < 100; ++launch) {
+    seen inside, after;
+    {
+      gexec::detail::context_scope scope(&ctx);
+      REQUIRE(pool.launch(record, &inside, 0) == 0);
+      CHECK(current_context() == &ctx);
+    }
+    CHECK(current_context() == nullptr);
+    REQUIRE(pool.launch(record, &after, 0) == 0);
+    REQUIRE(inside.num_task == pool.max_concurrency());
+    REQUIRE(after.num_task == pool.max_concurrency());
+    for (int t = 0; t < pool.max_concurrency(); ++t) {
+      CHECK(inside.context[t] == &ctx);
+      CHECK(after.context[t] == nullptr);
+    }
+  }
+}
