@@ -1,11 +1,216 @@
-// gexec's implementations of TVM's backend hooks: the workspace (the thread pool's
-// tests are in test_thread_pool.cpp).
+// gexec::runtime and the hooks compiled code calls: registries per runtime, handles
+// that outlive modules, context slots, fork, and the workspace stack (the thread
+// pool's own tests are in test_thread_pool.cpp).
 
 #include <gexec/detail/workspace.hpp>
+#include <gexec/executor.hpp>
+
+#include "test_support.hpp"
 
 #include <doctest/doctest.h>
 
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using test::contains;
+using test::error_of;
+
+// A private copy of the kernel library: a file no other test has loaded, so that its
+// globals (context slots, cached handles) start fresh.
+fs::path library_copy(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("gexec_test_runtime_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::path p = dir / (name + ".so");
+  fs::copy_file(GEXEC_TEST_KERNELS, p, fs::copy_options::overwrite_existing);
+  return p;
+}
+
+gexec::validated_graph one_kernel(const char* func) {
+  gexec::graph_builder b;
+  b.output(b.op("k", func, {b.input("x", {4})}, {{{4}}}));
+  return b.build();
+}
+
+std::vector<float> run_once(gexec::model::executor& ex, std::vector<float> x) {
+  ex.set_input("x", gexec::ndarray::from_values<float>({4}, std::span<const float>(x)));
+  ex.run();
+  auto out = ex.get_output(0).values<float>();
+  return {out.begin(), out.end()};
+}
+
+void register_scale(gexec::runtime& rt, float factor) {
+  rt.register_function("gexec.test.scale", [factor](gexec::packed_args a) {
+    const DLTensor& in = a.tensor(0);
+    DLTensor& out = a.tensor(1);
+    for (std::int64_t i = 0; i < in.shape[0]; ++i)
+      static_cast<float*>(out.data)[i] = static_cast<float*>(in.data)[i] * static_cast<float>(a.float_value(2)) * factor;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("each runtime serves its own registered functions to one library's cached handle") {
+  const fs::path lib_path = library_copy("env");
+  auto rt1 = gexec::runtime::create({.num_threads = 1});
+  auto rt2 = gexec::runtime::create({.num_threads = 1});
+  register_scale(*rt1, 10);
+  register_scale(*rt2, 100);
+  gexec::model_options o1, o2;
+  o1.runtime = rt1;
+  o2.runtime = rt2;
+  gexec::module lib = gexec::load_module(lib_path);
+  auto a = gexec::model(one_kernel("test_call_env"), lib, o1).instantiate();
+  auto b = gexec::model(one_kernel("test_call_env"), lib, o2).instantiate();
+  // test_call_env caches the handle in a library global on its first call; the
+  // kernel passes 3 as the scale.
+  CHECK(run_once(a, {1, 2, 3, 4}) == std::vector<float>{30, 60, 90, 120});
+  CHECK(run_once(b, {1, 2, 3, 4}) == std::vector<float>{300, 600, 900, 1200});
+  CHECK(run_once(a, {1, 0, 0, 0})[0] == 30);
+  // A name removed from a runtime falls back to the process default's registration.
+  CHECK(rt1->remove_function("gexec.test.scale"));
+  auto e = error_of([&] { (void)run_once(a, {1, 0, 0, 0}); });
+  CHECK(contains(e, "function \"gexec.test.scale\" is not registered"));
+  register_scale(gexec::runtime::global(), 1000);
+  CHECK(run_once(a, {1, 0, 0, 0})[0] == 3000);
+  CHECK(run_once(b, {1, 0, 0, 0})[0] == 300);
+  CHECK(gexec::remove_global_function("gexec.test.scale"));
+  CHECK(rt2->find_function("gexec.test.scale") != nullptr);
+  CHECK(gexec::find_global_function("gexec.test.scale") == nullptr);
+}
+
+TEST_CASE("handles compiled code cached stay valid after their module is gone and the library is loaded again") {
+  const fs::path lib_path = library_copy("own");
+  // Another loader keeps the file mapped, so its globals (the cached handle) survive
+  // gexec's module, as they do when libtvm_runtime or a plugin also holds the library.
+  void* keep = dlopen(lib_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(keep != nullptr);
+  {
+    gexec::module lib = gexec::load_module(lib_path);
+    auto ex = gexec::model(one_kernel("test_call_own"), lib).instantiate();
+    CHECK(run_once(ex, {1, 2, 3, 4}) == std::vector<float>{2, 3, 4, 5});
+  }
+  // No gexec module holds the library now; the kernel's cached handle fails cleanly.
+  auto kernel = reinterpret_cast<gexec::packed_c_func>(dlsym(keep, "test_call_own"));
+  REQUIRE(reinterpret_cast<void*>(kernel) != nullptr);
+  auto x = gexec::ndarray::from_values<float>({4}, {1, 1, 1, 1});
+  auto y = gexec::ndarray::empty({4}, gexec::dtypes::float32);
+  TVMValue args[2];
+  args[0].v_handle = const_cast<DLTensor*>(&x.dltensor());
+  args[1].v_handle = const_cast<DLTensor*>(&y.dltensor());
+  int codes[2] = {gexec::tc_dltensor, gexec::tc_dltensor};
+  TVMValue ret;
+  int ret_code = 0;
+  gexec::detail::take_last_error();
+  CHECK(kernel(args, codes, 2, &ret, &ret_code, nullptr) == -1);
+  const std::string message = gexec::detail::take_last_error();
+  CAPTURE(message);
+  CHECK(message.find("was unloaded") != std::string::npos);
+  {
+    gexec::module lib = gexec::load_module(lib_path);
+    auto ex = gexec::model(one_kernel("test_call_own"), lib).instantiate();
+    CHECK(run_once(ex, {5, 6, 7, 8}) == std::vector<float>{6, 7, 8, 9});
+  }
+  dlclose(keep);
+  // Loaded afresh (unmapped in between): the library starts with no cached handle.
+  gexec::module lib = gexec::load_module(lib_path);
+  auto ex = gexec::model(one_kernel("test_call_own"), lib).instantiate();
+  CHECK(run_once(ex, {0, 0, 0, 1}) == std::vector<float>{1, 1, 1, 2});
+}
+
+TEST_CASE("a library whose context slots another runtime filled is refused, not taken over") {
+  const fs::path lib_path = library_copy("claimed");
+  void* other = dlopen(lib_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(other != nullptr);
+  auto* slot = static_cast<void**>(dlsym(other, "__TVMBackendParallelLaunch"));
+  REQUIRE(slot != nullptr);
+  *slot = reinterpret_cast<void*>(&dlopen);  // as another runtime's hook would be
+  auto e = error_of([&] { (void)gexec::load_module(lib_path); });
+  CHECK(e.code() == gexec::errc::invalid_module);
+  CHECK(contains(e, "__TVMBackendParallelLaunch is already set by another runtime"));
+  CHECK(*slot == reinterpret_cast<void*>(&dlopen));  // left alone
+  *slot = nullptr;
+  gexec::module lib = gexec::load_module(lib_path);
+  CHECK(*slot != nullptr);
+  dlclose(other);
+}
+
+TEST_CASE("a runtime keeps the modules it loaded and has its own threads") {
+  auto rt = gexec::runtime::create({.num_threads = 3});
+  CHECK(rt->num_threads() == 3);
+  CHECK(gexec::runtime::global().num_threads() >= 1);
+  gexec::module a = rt->load_module(GEXEC_TEST_KERNELS);
+  CHECK(rt->load_module(GEXEC_TEST_KERNELS) == a);
+  CHECK(gexec::load_module(GEXEC_TEST_KERNELS) == a);  // one module per file in a process
+}
+
+TEST_CASE("runtime::parallel_for turns a failing task into gexec::error and stays usable") {
+  auto rt = gexec::runtime::create({.num_threads = 2});
+  auto e = error_of([&] {
+    rt->parallel_for(0, [](int task, int) {
+      if (task == 0) throw std::runtime_error("task zero refuses");
+    });
+  });
+  CHECK(e.code() == gexec::errc::kernel_failed);
+  CHECK(contains(e, "task zero refuses"));
+  std::thread other([&] {
+    std::atomic<int> ran{0};
+    rt->parallel_for(0, [&](int, int) { ++ran; });
+    CHECK(ran >= 1);
+  });
+  other.join();
+}
+
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+TEST_CASE("after fork() the child runs parallel kernels on a pool whose workers the parent started") {
+  auto rt = gexec::runtime::create({.num_threads = 2});
+  gexec::model_options options;
+  options.runtime = rt;
+  gexec::graph_builder b;
+  b.output(b.op("dbl", "test_parallel_scale2", {b.input("x", {1000})}, {{{1000}}}));
+  auto ex = gexec::model(b.build(), gexec::load_module(GEXEC_TEST_KERNELS), options).instantiate();
+  std::vector<float> x(1000);
+  for (int i = 0; i < 1000; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  ex.set_input("x", gexec::ndarray::from_values<float>({1000}, std::span<const float>(x)));
+  ex.run();  // the parent's workers exist now
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    bool ok = true;
+    for (int round = 0; round < 20; ++round) {
+      ex.run();
+      ok = ok && ex.get_output(0).values<float>()[999] == 1998.0f;
+    }
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 400 && done == 0; ++i) {  // 20 s
+    done = waitpid(child, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL("the child hung in a parallel launch");
+  }
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  ex.run();  // and the parent's pool still works
+  CHECK(ex.get_output(0).values<float>()[999] == 1998.0f);
+}
+#endif
 
 TEST_CASE("workspace blocks are 64-byte aligned, distinct, reused LIFO, and tolerate out-of-order frees") {
   gexec::detail::workspace_arena arena;

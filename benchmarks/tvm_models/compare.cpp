@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     json::value manifest = read_json(dir / "manifest.json");
     const json::object tvm_times = read_json(argv[2]).at("models").as_object();
     std::printf("TVM %s; gexec thread pool: %d threads\n", std::string(manifest.at("tvm_version").as_string()).c_str(),
-                gexec::detail::thread_pool::instance().num_threads());
+                gexec::runtime::global().num_threads());
     std::printf("run(): ms per call, both timed here with repeat 5, number 10, min_repeat_ms 50\n\n");
     std::printf("%-14s %12s %12s %12s %12s %10s %15s %14s\n", "model", "gexec mean", "gexec median", "TVM mean", "TVM median",
                 "gexec/TVM", "single load ms", "split load ms");

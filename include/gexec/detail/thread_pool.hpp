@@ -205,11 +205,6 @@ class thread_pool {
   thread_pool(const thread_pool&) = delete;
   thread_pool& operator=(const thread_pool&) = delete;
 
-  static thread_pool& instance() {
-    static thread_pool pool(default_num_threads());
-    return pool;
-  }
-
   [[nodiscard]] int num_threads() const noexcept { return num_threads_; }
 
   /// The most tasks a launch runs: more could not run at once.
