@@ -16,10 +16,12 @@
 
 #include "../../tests/tvm_contrib_sort.hpp"
 
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +34,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -164,6 +167,45 @@ int usable_cores() {
   return CPU_COUNT(&set);
 }
 
+// Round trip of a cache line between two threads pinned to the first two usable cores,
+// in seconds. On the development VM it moves between about 90 and 420 ns as the host
+// places the virtual CPUs, and a launch's overhead moves with it.
+double core_round_trip() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2) return 0;
+  int cpu[2], found = 0;
+  for (int c = 0; c < CPU_SETSIZE && found < 2; ++c)
+    if (CPU_ISSET(c, &set)) cpu[found++] = c;
+  auto pin = [](int c) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+  };
+  constexpr int rounds = 100000;
+  alignas(64) std::atomic<int> line{0};
+  std::thread echo([&] {
+    pin(cpu[1]);
+    for (int i = 0; i < rounds; ++i) {
+      while (line.load(std::memory_order_acquire) != 2 * i + 1) {
+      }
+      line.store(2 * i + 2, std::memory_order_release);
+    }
+  });
+  pin(cpu[0]);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < rounds; ++i) {
+    line.store(2 * i + 1, std::memory_order_release);
+    while (line.load(std::memory_order_acquire) != 2 * i + 2) {
+    }
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / rounds;
+  echo.join();
+  sched_setaffinity(0, sizeof set, &set);  // the benchmark itself runs unpinned
+  return s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -187,6 +229,8 @@ int main(int argc, char** argv) {
   const char* env = std::getenv("GEXEC_NUM_THREADS");
   std::printf("runtime of 1 thread (baseline) vs runtime of %d threads; cores this process may use: %d; GEXEC_NUM_THREADS=%s; load average: %s\n",
               threads, cores, env ? env : "(unset)", load_average().c_str());
+  const double round_trip = core_round_trip();
+  if (round_trip > 0) std::printf("cross-core round trip (two pinned threads, one cache line): %.0f ns\n", round_trip * 1e9);
 
   int failures = 0;
   std::vector<workload> work;
@@ -250,8 +294,12 @@ int main(int argc, char** argv) {
         target += "disturbed, re-run";
       }
       std::printf("%-44s %12.3f %12.3f %10.3f %7.2f  %s\n", w.name.c_str(), t.one_s * 1e6, t.n_s * 1e6, ratio, others, target.c_str());
-      if (w.launches > 0)
-        std::printf("  (%.3f us more per launch on %d threads than on 1)\n", (t.n_s - t.one_s) * 1e6 / w.launches, threads);
+      if (w.launches > 0) {
+        const double extra = (t.n_s - t.one_s) / w.launches;
+        std::printf("  (%.3f us more per launch on %d threads than on 1", extra * 1e6, threads);
+        if (round_trip > 0 && !one_core) std::printf(" = %.1f cross-core round trips", extra / round_trip);
+        std::printf(")\n");
+      }
     } catch (const std::exception& e) {
       ++failures;
       std::printf("%-44s failed: %s\n", w.name.c_str(), e.what());
