@@ -158,6 +158,20 @@ TEST_CASE("every executor a factory creates for one device set shares one model"
   CHECK(gexec::model::load(GEXEC_TEST_FACTORY).param_bytes() == f.get_model().param_bytes());
 }
 
+TEST_CASE("every load of one single-file library reads one copy of its weights") {
+  // TVM's style: load_factory(path).create() once per executor, and model::load.
+  std::vector<gexec::graph_executor<>> executors;
+  for (int i = 0; i < 4; ++i) executors.push_back(gexec::load_factory(GEXEC_TEST_FACTORY).create());
+  const auto m1 = gexec::model::load(GEXEC_TEST_FACTORY), m2 = gexec::model::load(GEXEC_TEST_FACTORY);
+  const void* w1 = m1.param("w1").data();
+  REQUIRE(w1 != nullptr);
+  CHECK(m2.param("w1").data() == w1);
+  for (auto& ex : executors) CHECK(ex.get_input("w1").data() == w1);
+  // And the weights are what the blob holds: the embedded MLP's w1 as its params.bin has it.
+  const auto on_disk = gexec::load_param_dict_file(GEXEC_SOURCE_DIR "/examples/mlp/params.bin");
+  CHECK(values_of(m1.param("w1")) == values_of(on_disk.at("w1")));
+}
+
 TEST_CASE("a model checks its parameters and its devices") {
   gexec::param_dict bad;
   bad.set("w", tensor({kN + 1}, std::vector<float>(kN + 1, 0.0f)));

@@ -109,6 +109,9 @@ void report(const workload& w, const char* variant, const shared_result& r, cons
               (r.after[1].total - r.model.total) / MB, static_cast<double>(r.storage) / MB);
   if (per_instance > 0.5 * static_cast<double>(weights))
     std::printf("  4 instances cost %.2f MB = 4 x (weights + activations): each instance holds its own weights\n", r.after[4].total / MB);
+  else if (!has_model_step)  // the first instance brought the model with it
+    std::printf("  4 instances cost %.2f MB = first %.2f MB (weights %.2f MB + its activations) + 3 x activations (%.3f MB)\n",
+                r.after[4].total / MB, r.after[1].total / MB, static_cast<double>(weights) / MB, per_instance / MB);
   else
     std::printf("  4 instances cost %.2f MB = model %.2f MB (weights %.2f MB, mapped library +%.2f MB) + 4 x activations (%.3f MB)\n",
                 r.after[4].total / MB, r.model.total / MB, static_cast<double>(weights) / MB, r.model.file / MB, activations / MB);

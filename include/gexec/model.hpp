@@ -13,9 +13,13 @@
 
 #include <dlpack/dlpack.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -48,8 +52,32 @@ inline model_options on_devices(std::vector<DLDevice> devices) {
   return o;
 }
 
-/// The GraphExecutorFactory a library made by export_library carries in __tvm_dev_mblob.
-inline module_blob read_embedded_blob(const module& lib) {
+/// What a library made by export_library carries in __tvm_dev_mblob, parsed: the
+/// graph, its parameters (owned, aligned host tensors) and any CUDA modules.
+struct embedded_factory {
+  validated_graph graph;
+  graph_factory_blob blob;
+  std::vector<cuda_module_blob> cuda_modules;
+};
+
+/// Gives the pages lying wholly inside `bytes` back to the file they map: read-only
+/// data already parsed into copies, so it need not stay resident beside them.
+inline void release_pages(std::span<const std::byte> bytes) noexcept {
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0 || bytes.empty()) return;
+  const auto p = static_cast<std::uintptr_t>(page);
+  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + p - 1) / p * p;
+  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size()) / p * p;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+/// Parsed once per loaded library and shared by every model and factory made from it,
+/// so N loads of one model.so hold one copy of its weights.
+inline std::shared_ptr<const embedded_factory> read_embedded_factory(const module& lib) {
+  if (!lib) throw error(errc::invalid_argument, "read_embedded_factory: no module");
+  module_state& state = *lib.state_;
+  std::lock_guard g(state.embedded_mu);
+  if (auto cached = state.embedded.lock()) return cached;
   const std::string where = lib.path().string();
   auto symbol = lib.data_symbol("__tvm_dev_mblob");
   if (symbol.empty())
@@ -57,7 +85,13 @@ inline module_blob read_embedded_blob(const module& lib) {
                                               "graph (load it with load_module and pass the graph JSON to create)");
   module_blob blob = parse_module_blob(symbol, "__tvm_dev_mblob of " + where);
   if (!blob.factory) throw error(errc::invalid_module, "__tvm_dev_mblob of " + where + " holds no GraphExecutorFactory");
-  return blob;
+  auto parsed = std::make_shared<embedded_factory>();
+  parsed->graph = parse_graph(blob.factory->graph_json);
+  parsed->blob = std::move(*blob.factory);
+  parsed->cuda_modules = std::move(blob.cuda_modules);
+  release_pages(symbol);
+  state.embedded = parsed;
+  return parsed;
 }
 
 }  // namespace detail
@@ -113,8 +147,10 @@ class basic_model {
     requires std::same_as<Binding, packed_c_abi>
   {
     module lib = options.runtime ? options.runtime->load_module(library) : load_module(library);
-    module_blob blob = detail::read_embedded_blob(lib);
-    return basic_model(parse_graph(blob.factory->graph_json), packed_c_abi(lib), blob.factory->params, std::move(options));
+    auto embedded = detail::read_embedded_factory(lib);
+    basic_model m(embedded->graph, packed_c_abi(lib), embedded->blob.params, std::move(options));
+    m.keep_source(std::move(embedded));
+    return m;
   }
 
   /// A new executor: its own activations, the model's parameters read in place.
@@ -133,6 +169,10 @@ class basic_model {
   }
 
  private:
+  friend class factory;
+  /// Keeps what the model was read from alive with it (built, not yet shared: no race).
+  void keep_source(std::shared_ptr<const void> source) { std::const_pointer_cast<state>(state_)->source = std::move(source); }
+
   /// Puts each parameter that names a graph input where executors read it in place: the
   /// given tensor itself when it already is a compact, aligned tensor on that device,
   /// else a copy made through the device's backend. Names that are not inputs are

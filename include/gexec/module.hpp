@@ -29,6 +29,8 @@
 
 GEXEC_NAMESPACE_BEGIN
 
+class module;
+
 namespace detail {
 
 /// The symbol-table entry of `address`, or null.
@@ -39,10 +41,14 @@ inline const ElfW(Sym)* symbol_entry(const void* address) noexcept {
   return static_cast<const ElfW(Sym)*>(entry);
 }
 
+struct embedded_factory;
+
 struct module_state {
   boost::dll::shared_library library;
   std::filesystem::path path;
   module_context* context = nullptr;  // process-lifetime, one per file
+  std::mutex embedded_mu;
+  std::weak_ptr<const embedded_factory> embedded;  // parsed __tvm_dev_mblob, shared by its users
 
   module_state() = default;
   module_state(const module_state&) = delete;
@@ -104,6 +110,9 @@ inline void claim_context_slots(const boost::dll::shared_library& lib, const std
   for (const planned& w : writes) *w.slot = w.value;
 }
 
+/// The library's embedded factory, parsed once per loaded library (model.hpp).
+inline std::shared_ptr<const embedded_factory> read_embedded_factory(const module& lib);
+
 }  // namespace detail
 
 class module {
@@ -136,6 +145,7 @@ class module {
 
  private:
   friend module load_module(const std::filesystem::path& path);
+  friend std::shared_ptr<const detail::embedded_factory> detail::read_embedded_factory(const module& lib);
   std::shared_ptr<detail::module_state> state_;
 };
 

@@ -40,6 +40,9 @@ struct model_state {
   /// bytes in place.
   std::vector<ndarray> params;
   std::uint64_t param_bytes = 0;
+  /// What the graph and parameters came from, kept alive so that later loads of the
+  /// same library share it (the parsed embedded factory); may be null.
+  std::shared_ptr<const void> source;
 
   [[nodiscard]] std::uint32_t input_entry(std::size_t index) const { return graph->entry_id(graph->arg_nodes[index], 0); }
   [[nodiscard]] std::size_t storage_of(std::uint32_t eid) const { return static_cast<std::size_t>(graph->attrs.storage_id[eid]); }
