@@ -1,19 +1,70 @@
 #!/usr/bin/env bash
 # Builds gexec and runs its whole test suite: bash scripts/test.sh
-# With g++ (everything, the TVM conformance suite included), then with clang
-# (everything but the conformance suite, plus the fuzz targets over their seeds under
-# ASan and UBSan), each with -Wall -Wextra -Werror.
+#
+# Stages, each timed:
+#   clang  clang 14, every test, plus the fuzz targets over their seeds under ASan+UBSan
+#   tsan   clang 14 with ThreadSanitizer, only the concurrency tests (CTest label tsan)
+#   gcc    g++ 12, every test, the TVM conformance suite and packaging tests included
+#   bench  the benchmarks, printing their figures and ratios (plain and on one core)
+# Tests and gexec's own code build with -Wall -Wextra -Werror; users' builds get no -Werror.
+# ccache keeps rebuilds cheap when it is installed (scripts/deps.sh installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
 build=${GEXEC_BUILD_DIR:-build}
 type=${GEXEC_BUILD_TYPE:-RelWithDebInfo}
+jobs=$(nproc)
+total_start=$SECONDS
 
-CC=clang CXX=clang++ cmake -S . -B "$build-clang" -G Ninja -DCMAKE_BUILD_TYPE="$type" \
-  -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_FUZZERS=ON >/dev/null
-cmake --build "$build-clang" -j "$(nproc)"
-ctest --test-dir "$build-clang" --output-on-failure -j "$(nproc)" -LE conformance
+stage() {
+  local name=$1 start=$SECONDS
+  shift
+  echo "==== stage $name"
+  "$@"
+  echo "==== stage $name: $((SECONDS - start)) s"
+}
 
-CC=gcc CXX=g++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="$type" >/dev/null
-cmake --build "$build" -j "$(nproc)"
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+configure() {  # configure DIR CC CXX [cmake args...]
+  local dir=$1 cc=$2 cxx=$3
+  shift 3
+  local launcher=()
+  if command -v ccache >/dev/null; then launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+  CC=$cc CXX=$cxx cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" "${launcher[@]}" "$@" >/dev/null
+}
+
+clang_stage() {
+  configure "$build-clang" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_FUZZERS=ON
+  cmake --build "$build-clang" -j "$jobs"
+  ctest --test-dir "$build-clang" --output-on-failure -j "$jobs" -LE "conformance|packaging"
+}
+
+tsan_stage() {
+  local flags=-fsanitize=thread
+  configure "$build-tsan" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF \
+    "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
+  cmake --build "$build-tsan" -j "$jobs" --target test_concurrency test_thread_pool test_runtime
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir "$build-tsan" --output-on-failure -L tsan
+}
+
+gcc_stage() {
+  configure "$build" gcc g++
+  cmake --build "$build" -j "$jobs"
+  ctest --test-dir "$build" --output-on-failure -j "$jobs"
+}
+
+bench_stage() {
+  local b=$build/benchmarks conformance=$build/conformance
+  [ -f "$conformance/manifest.json" ] || conformance=""
+  "$b/gexec_bench_dispatch"
+  "$b/gexec_bench_thread_pool"
+  "$b/gexec_bench_threads" $conformance
+  echo "-- the same on one core, with 2 threads asked for:"
+  GEXEC_NUM_THREADS=2 taskset -c 0 "$b/gexec_bench_threads" --threads 2 $conformance
+  "$b/gexec_bench_instances" $conformance
+}
+
+stage deps bash scripts/deps.sh
+stage clang clang_stage
+stage tsan tsan_stage
+stage gcc gcc_stage
+if [ "${GEXEC_SKIP_BENCHMARKS:-0}" != 1 ]; then stage bench bench_stage; fi
+echo "==== all stages: $((SECONDS - total_start)) s"
