@@ -91,7 +91,7 @@ TEST_CASE("many threads, one model, an executor each: 100,000 runs bit-identical
   constexpr int kRuns = 100000;
   std::vector<gexec::ndarray> inputs;
   for (int k = 0; k < kInputs; ++k) inputs.push_back(input(k));
-  std::atomic<int> mismatches{0}, failures{0};
+  std::atomic<int> mismatches{0}, failures{0}, runs{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
@@ -103,6 +103,7 @@ TEST_CASE("many threads, one model, an executor each: 100,000 runs bit-identical
           ex.run();
           const auto& want = reference[static_cast<std::size_t>(k)];
           if (std::memcmp(ex.get_output(0).data(), want.data(), want.size() * sizeof(float)) != 0) ++mismatches;
+          ++runs;
         }
       } catch (...) {
         ++failures;
@@ -110,6 +111,7 @@ TEST_CASE("many threads, one model, an executor each: 100,000 runs bit-identical
     });
   for (auto& th : threads) th.join();
   CHECK(failures == 0);
+  CHECK(runs == kRuns);
   CHECK(mismatches == 0);
 }
 

@@ -274,6 +274,8 @@ class graph_executor {
   [[nodiscard]] const gexec::plan& get_plan() const { return model().plan; }
   /// Bytes of storage this executor allocated itself (activations, and inputs it holds).
   [[nodiscard]] std::uint64_t storage_bytes() const noexcept { return s_ ? s_->own_bytes : 0; }
+  /// The DLTensors run() hands to kernels, per entry and per argument: for tests and tools.
+  [[nodiscard]] const detail::instance_plan& get_instance_plan() const { return self().plan; }
   /// The model this executor is an instance of.
   [[nodiscard]] const std::shared_ptr<const model_state>& get_model_state() const noexcept { return m_; }
 

@@ -11,6 +11,7 @@
 
 #include <gexec/allocators/pool_allocator.hpp>
 #include <gexec/graph_executor.hpp>
+#include <gexec/model.hpp>
 #include <gexec/params.hpp>
 
 #include <cstddef>
@@ -95,19 +96,21 @@ bool inside_allocation(const DLTensor& t) {
   return offset <= it->second && *bytes <= it->second - offset;
 }
 
-/// Plans `g` over the recording backend; every entry and kernel argument of the plan
-/// must lie inside memory that the backend allocated.
+/// Plans `g` over the recording backend; every tensor an executor hands to kernels
+/// must lie inside memory that the backend allocated (input storage, taken on first
+/// use, once a run has made it, for graphs small enough to run).
 template <class Allocator>
-void plan_in_bounds(const gexec::graph& g, const gexec::registry& kernels) {
-  using executor = gexec::graph_executor<gexec::backends<recording_cpu_backend>, Allocator, gexec::registry>;
+void plan_in_bounds(const gexec::validated_graph& g, const gexec::registry& kernels, bool run) {
+  using model = gexec::basic_model<gexec::backends<recording_cpu_backend>, Allocator, gexec::registry>;
   try {
-    executor ex(g, kernels, {gexec::cpu()});
-    const gexec::plan& p = ex.get_plan();
+    auto ex = model(g, kernels).instantiate();
+    if (run) ex.run();
+    const gexec::detail::instance_plan& p = ex.get_instance_plan();
     for (std::size_t e = 0; e < p.entries.size(); ++e)
-      if (!inside_allocation(p.entries[e]))
+      if ((run || p.entries[e].data != nullptr) && !inside_allocation(p.entries[e]))
         property_failed("a planned entry lies outside the memory allocated for it", "entry " + std::to_string(e));
     for (std::size_t i = 0; i < p.args.size(); ++i)
-      if (!inside_allocation(p.args[i]))
+      if ((run || p.args[i].data != nullptr) && !inside_allocation(p.args[i]))
         property_failed("a planned kernel argument lies outside the memory allocated for it", "argument " + std::to_string(i));
   } catch (const gexec::error&) {
   }
@@ -170,17 +173,17 @@ void exercise(Executor& ex, Executor& twin, const gexec::graph& g) {
 }
 
 template <class Allocator>
-void run_with(const gexec::graph& g, const gexec::registry& kernels) {
-  using executor = gexec::graph_executor<gexec::backends<gexec::cpu_backend>, Allocator, gexec::registry>;
-  std::vector<executor> made;
+void run_with(const gexec::validated_graph& g, const gexec::registry& kernels) {
+  using model = gexec::basic_model<gexec::backends<gexec::cpu_backend>, Allocator, gexec::registry>;
+  std::vector<typename model::executor> made;
   try {
-    made.emplace_back(g, kernels, std::vector<DLDevice>{gexec::cpu()});
+    made.push_back(model(g, kernels).instantiate());
   } catch (const gexec::error&) {
     return;  // a graph the planner rejects
   }
-  // Creation is deterministic: a second executor over the same graph must be made.
+  // Creation is deterministic: a second model over the same graph must be made.
   try {
-    made.emplace_back(g, kernels, std::vector<DLDevice>{gexec::cpu()});
+    made.push_back(model(g, kernels).instantiate());
   } catch (const gexec::error& e) {
     property_failed("a second executor over a graph that was planned once fails", e.what());
   }
@@ -194,28 +197,30 @@ void run_with(const gexec::graph& g, const gexec::registry& kernels) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  gexec::graph g;
+  gexec::validated_graph vg;
   try {
-    g = gexec::parse_graph(std::string_view(reinterpret_cast<const char*>(data), size));
+    vg = gexec::parse_graph(std::string_view(reinterpret_cast<const char*>(data), size));
   } catch (const gexec::error&) {
     return 0;
   }
+  const gexec::graph& g = vg;
   gexec::registry kernels;
   for (const gexec::node& n : g.nodes)
     if (n.is_op() && n.func_name != "__nop" && n.func_name != "__copy") kernels.add(n.func_name, touch_arguments);
 
-  plan_in_bounds<gexec::pool_allocator>(g, kernels);
-  plan_in_bounds<gexec::buffer_allocator>(g, kernels);
-  if (!storage_within_cap(g)) return 0;
+  const bool small = storage_within_cap(g);
+  plan_in_bounds<gexec::pool_allocator>(vg, kernels, small);
+  plan_in_bounds<gexec::buffer_allocator>(vg, kernels, small);
+  if (!small) return 0;
 
   // As gexec::create makes it (one pool per device), then one allocation per storage
   // id, where the sanitizer sees an argument overrunning its own buffer.
   try {
-    auto ex = gexec::create(g, kernels);
+    auto ex = gexec::create(vg, kernels);
     ex.run();
   } catch (const gexec::error&) {
   }
-  run_with<gexec::pool_allocator>(g, kernels);
-  run_with<gexec::buffer_allocator>(g, kernels);
+  run_with<gexec::pool_allocator>(vg, kernels);
+  run_with<gexec::buffer_allocator>(vg, kernels);
   return 0;
 }
