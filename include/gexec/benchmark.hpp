@@ -57,7 +57,8 @@ benchmark_result benchmark(F&& f, benchmark_options opt = {}) {
   const auto n = static_cast<double>(sorted.size());
   r.min = sorted.front();
   r.max = sorted.back();
-  r.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / n;
+  // The exact mean lies in [min, max]; summing can round it just outside.
+  r.mean = std::clamp(std::accumulate(sorted.begin(), sorted.end(), 0.0) / n, r.min, r.max);
   r.median = sorted.size() % 2 ? sorted[sorted.size() / 2] : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
   double var = 0;
   for (double x : sorted) var += (x - r.mean) * (x - r.mean);
