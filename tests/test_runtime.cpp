@@ -172,7 +172,7 @@ TEST_CASE("runtime::parallel_for turns a failing task into gexec::error and stay
   other.join();
 }
 
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#if !defined(GEXEC_TEST_UNDER_TSAN)
 TEST_CASE("after fork() the child runs parallel kernels on a pool whose workers the parent started") {
   auto rt = gexec::runtime::create({.num_threads = 2});
   gexec::model_options options;

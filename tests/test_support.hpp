@@ -12,6 +12,15 @@
 #include <utility>
 #include <vector>
 
+// ThreadSanitizer does not support fork() in a multi-threaded process: fork tests skip.
+#if defined(__SANITIZE_THREAD__)
+#define GEXEC_TEST_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GEXEC_TEST_UNDER_TSAN 1
+#endif
+#endif
+
 namespace test {
 
 #ifdef GEXEC_TEST_KERNELS
