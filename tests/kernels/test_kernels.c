@@ -683,16 +683,32 @@ TK_KERNEL(test_parallel_scale2) {
   return 0;
 }
 
+/* x, out and their element count: what a parallel task over two float32 tensors reads. */
 typedef struct {
   const float* x;
   float* out;
   int64_t n;
-} tk_fail_closure;
+} tk_xy_closure;
+
+/* Binds (x, out) of one float32 shape and runs `task` over them in parallel tasks;
+ * returns what the launch returns. */
+static int tk_parallel_xy(const char* kernel, TVMValue* args, int* type_codes, int num_args,
+                          FTVMParallelLambda task) {
+  DLTensor* t[2];
+  if (tk_bind_same_shape(kernel, args, type_codes, num_args, 2, tk_names_x_out, tk_float32, 0, t) !=
+      0) {
+    return -1;
+  }
+  int (*launch)(FTVMParallelLambda, void*, int) = __TVMBackendParallelLaunch;
+  if (launch == NULL) return tk_missing_slot(kernel, "__TVMBackendParallelLaunch");
+  tk_xy_closure closure = {(const float*)t[0]->data, (float*)t[1]->data, tk_numel(t[0])};
+  return launch(task, &closure, 0);
+}
 
 /* Task 1 (or the only task) fails; the others copy their chunk of x to out. */
 static int tk_fail_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   static const char kernel[] = "test_parallel_fail";
-  const tk_fail_closure* c = (const tk_fail_closure*)cdata;
+  const tk_xy_closure* c = (const tk_xy_closure*)cdata;
   if (tk_check_task(kernel, task_id, penv) != 0) return -1;
   const int failing = penv->num_task > 1 ? 1 : 0;
   if (task_id == failing) return tk_error("test_parallel_fail: task failed");
@@ -707,16 +723,7 @@ static int tk_fail_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
  * float32, any shape. */
 TK_KERNEL(test_parallel_fail) {
   TK_UNUSED_TAIL();
-  static const char kernel[] = "test_parallel_fail";
-  DLTensor* t[2];
-  if (tk_bind_same_shape(kernel, args, type_codes, num_args, 2, tk_names_x_out, tk_float32, 0, t) !=
-      0) {
-    return -1;
-  }
-  int (*launch)(FTVMParallelLambda, void*, int) = __TVMBackendParallelLaunch;
-  if (launch == NULL) return tk_missing_slot(kernel, "__TVMBackendParallelLaunch");
-  tk_fail_closure closure = {(const float*)t[0]->data, (float*)t[1]->data, tk_numel(t[0])};
-  return launch(tk_fail_task, &closure, 0);
+  return tk_parallel_xy("test_parallel_fail", args, type_codes, num_args, tk_fail_task);
 }
 
 /* Handle of "gexec.test.scale", looked up on first use and kept, as generated
@@ -803,16 +810,11 @@ TK_KERNEL(test_call_own) {
   return call(func, args, type_codes, 2, &ret, &ret_code) != 0 ? -1 : 0;
 }
 
-typedef struct {
-  const float* x;
-  float* out;
-  int64_t n;
-} tk_heavy_closure;
 
 /* Each element goes through 256 rounds of a multiply-add: compute-bound work whose
  * result depends on every round, split over the tasks. */
 static int tk_heavy_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
-  const tk_heavy_closure* c = (const tk_heavy_closure*)cdata;
+  const tk_xy_closure* c = (const tk_xy_closure*)cdata;
   if (tk_check_task("test_parallel_heavy", task_id, penv) != 0) return -1;
   int64_t begin;
   int64_t end;
@@ -828,14 +830,5 @@ static int tk_heavy_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
 /* out[i] = f^256(x[i]) with f(v) = 0.999 v + 0.5; float32, any shape; parallel. */
 TK_KERNEL(test_parallel_heavy) {
   TK_UNUSED_TAIL();
-  static const char kernel[] = "test_parallel_heavy";
-  DLTensor* t[2];
-  if (tk_bind_same_shape(kernel, args, type_codes, num_args, 2, tk_names_x_out, tk_float32, 0, t) !=
-      0) {
-    return -1;
-  }
-  int (*launch)(FTVMParallelLambda, void*, int) = __TVMBackendParallelLaunch;
-  if (launch == NULL) return tk_missing_slot(kernel, "__TVMBackendParallelLaunch");
-  tk_heavy_closure closure = {(const float*)t[0]->data, (float*)t[1]->data, tk_numel(t[0])};
-  return launch(tk_heavy_task, &closure, 0) != 0 ? -1 : 0;
+  return tk_parallel_xy("test_parallel_heavy", args, type_codes, num_args, tk_heavy_task) != 0 ? -1 : 0;
 }
