@@ -6,11 +6,17 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 // ThreadSanitizer does not support fork() in a multi-threaded process: fork tests skip.
 #if defined(__SANITIZE_THREAD__)
@@ -56,6 +62,23 @@ gexec::error error_of(F&& f) {
   }
   FAIL("no gexec::error thrown");
   return gexec::error(gexec::errc::unsupported, "unreachable");
+}
+
+/// Whether the forked `child` exited with status 0 within `limit`; a child still running
+/// then is killed, and the test fails saying so.
+inline bool child_succeeded(pid_t child, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+  int status = 0;
+  pid_t done = 0;
+  for (auto waited = std::chrono::milliseconds(0); waited < limit && done == 0; waited += std::chrono::milliseconds(5)) {
+    done = waitpid(child, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL("the forked child hung");
+  }
+  return done == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 inline bool contains(const gexec::error& e, const std::string& s) { return std::string(e.what()).find(s) != std::string::npos; }

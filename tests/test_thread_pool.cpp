@@ -3,6 +3,8 @@
 
 #include <gexec/detail/thread_pool.hpp>
 
+#include "test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -434,20 +436,7 @@ TEST_CASE("a forked child launches on a pool whose workers its parent started") 
     delete other;  // its workers do not exist here: leaked, not joined
     _exit(ok ? 0 : 1);
   }
-  int status = 0;
-  pid_t done = 0;
-  for (int waited_ms = 0; waited_ms < 20000 && done == 0; waited_ms += 5) {
-    done = waitpid(child, &status, WNOHANG);
-    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (done == 0) {
-    kill(child, SIGKILL);
-    waitpid(child, &status, 0);
-    FAIL("the child hung");
-  }
-  REQUIRE(done == child);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(test::child_succeeded(child));
   CHECK(launch_and_check(pool, 0) == pool.max_concurrency());  // the parent's pool is unharmed
   delete other;
 #endif
