@@ -256,10 +256,10 @@ TEST_CASE("zero-copy leaves storage the planner reused for larger tensors alone"
     DLTensor& out = a.tensor(1);
     for (std::int64_t i = 0; i < out.shape[0]; ++i) static_cast<float*>(out.data)[i] = static_cast<float*>(in.data)[0] + static_cast<float>(i);
   });
-  // x [1] and t [64] share storage 0; t [64] and y [2] share storage 2 (t is dead by then).
+  // t [64] and y [2] share storage 1 (t is dead by then).
   gexec::graph_builder b;
   auto x = b.input("x", {1});
-  auto t = b.op("t", "spread", {x}, {{{64}, gexec::dtypes::float32, 0, 0}});
+  auto t = b.op("t", "spread", {x}, {{{64}, gexec::dtypes::float32, 0, 1}});
   auto u = b.op("u", "spread", {t}, {{{64}}});
   auto y = b.op("y", "spread", {u}, {{{2}, gexec::dtypes::float32, 0, 1}});
   b.output(y);

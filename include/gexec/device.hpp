@@ -27,6 +27,7 @@ inline std::string device_type_name(int device_type) {
     case kDLMetal: return "metal";
     case kDLROCM: return "rocm";
     case kDLCUDAManaged: return "cuda_managed";
+    case kDLExtDev: return "ext_dev";
     default: return "device_type(" + std::to_string(device_type) + ")";
   }
 }

@@ -37,7 +37,9 @@ class static_registry;
 
 template <class Backends = backends<cpu_backend>, class Allocator = pool_allocator, class Binding = packed_c_abi>
 class graph_executor;
-template <class Backends = backends<cpu_backend>, class Allocator = pool_allocator, class Binding = packed_c_abi>
+struct as_compiled;
+struct liveness;
+template <class Backends = backends<cpu_backend>, class Allocator = pool_allocator, class Binding = packed_c_abi, class Planner = as_compiled>
 class basic_model;
 using model = basic_model<>;
 

@@ -122,9 +122,10 @@ inline void check_graph(const graph& g) {
                                        ", which has " + std::to_string(g.nodes[e.node_id].num_outputs) + " outputs");
     }
     for (std::size_t j = 0; j < n.control_deps.size(); ++j)
-      if (n.control_deps[j] >= n_nodes)
-        json_fail((at / "control_deps")[j], "node " + std::to_string(n.control_deps[j]) + " out of range (" +
-                                             std::to_string(n_nodes) + " nodes)");
+      if (n.control_deps[j] >= i)
+        json_fail((at / "control_deps")[j], "node " + std::to_string(n.control_deps[j]) +
+                                                (n.control_deps[j] >= n_nodes ? " out of range (" + std::to_string(n_nodes) + " nodes)"
+                                                                              : ", which does not come before node " + std::to_string(i)));
   }
 
   std::unordered_map<std::string_view, std::size_t> arg_names;

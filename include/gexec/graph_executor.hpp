@@ -27,6 +27,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -38,6 +39,10 @@
 #include "detail/last_error.hpp"
 #include "detail/model_state.hpp"
 #include "detail/run_context.hpp"
+#include "execution/parallel_branches.hpp"
+#include "execution/policy.hpp"
+#include "execution/sequential.hpp"
+#include "observers/observer.hpp"
 #include "error.hpp"
 #include "fwd.hpp"
 #include "graph.hpp"
@@ -218,6 +223,7 @@ class graph_executor {
     std::uint32_t eid = output_entry(index);
     for (const output_copy& c : self().output_copies)
       if (c.index == index) return c.value;
+    synchronize_for(self().plan.entries[eid].device);
     return view_of(eid);
   }
   /// Copies output `index` into `dst` (host or device); shape and dtype must match.
@@ -230,10 +236,30 @@ class graph_executor {
 
   // ---- running --------------------------------------------------------------------
 
-  /// Runs every step. Throws errc::kernel_failed, naming the node and passing on the
-  /// kernel's message, if a kernel returns non-zero; errc::busy if another thread is
-  /// using this executor.
-  void run() { run_until(static_cast<std::uint32_t>(model().graph->nodes.size())); }
+  /// Runs every step in order. Throws errc::kernel_failed, naming the node and passing
+  /// on the kernel's message, if a kernel returns non-zero; errc::busy if another
+  /// thread is using this executor.
+  void run() { run_with(sequential{}, no_observer_); }
+  /// Runs every step as `policy` orders them (sequential, parallel_branches, ...).
+  template <execution_policy Policy>
+  void run(const Policy& policy) {
+    run_with(policy, no_observer_);
+  }
+  /// Runs every step in order, calling `observer` around each.
+  template <step_observer Observer>
+  void run(Observer& observer) {
+    run_with(sequential{}, observer);
+  }
+  template <execution_policy Policy, step_observer Observer>
+  void run(const Policy& policy, Observer& observer) {
+    run_with(policy, observer);
+  }
+  /// Waits until every device of this executor has finished what was enqueued on it
+  /// (outputs bound zero-copy on a device are complete then; get_output and
+  /// copy_output_to wait by themselves).
+  void synchronize() {
+    for (const device_stream& d : self().streams) d.sync(model().backends.get(), d.stream);
+  }
 
   /// set_input for each (name, value), then run(); returns views of the outputs.
   std::vector<ndarray> run_from_inputs(const std::vector<std::pair<std::string, ndarray>>& inputs) {
@@ -253,6 +279,7 @@ class graph_executor {
                                               std::to_string(g.num_entries()) + " entries)");
     run_until(node_of(entry_id) + 1);
     const DLTensor& e = self().plan.entries[entry_id];
+    synchronize_for(e.device);
     ndarray out = ndarray::empty(std::vector<std::int64_t>(e.shape, e.shape + e.ndim), e.dtype);
     copy_tensor(e, const_cast<DLTensor&>(out.dltensor()));
     return out;
@@ -293,24 +320,42 @@ class graph_executor {
     ndarray value;
   };
 
+  /// The executor's stream on one of the model's devices, type-erased: the backend's
+  /// stream_type object, and how to wait for and release it.
+  struct device_stream {
+    DLDevice device{kDLCPU, 0};
+    void* stream = nullptr;
+    void (*sync)(Backends* backends, void* stream) = nullptr;
+    void (*release)(Backends* backends, DLDevice device, void* stream) noexcept = nullptr;
+  };
+
   /// Everything one executor owns, behind one pointer so that the executor moves
   /// cheaply and the step arrays never move.
   struct instance {
+    std::shared_ptr<Backends> backends;
+    std::vector<device_stream> streams;  ///< per model device
+    std::vector<void*> stream_objects;   ///< per model device: streams[d].stream
     detail::instance_plan plan;
     Allocator allocator;
-    std::vector<std::shared_ptr<void>> storage;  ///< per storage id: own memory, null until needed
+    std::vector<std::shared_ptr<void>> storage;  ///< per storage slot: own memory, null until needed
     std::uint64_t own_bytes = 0;
     std::vector<bound_to> binding;    ///< per alias root
     std::vector<int> bound_output;    ///< per alias root: the output bound there zero-copy
     std::vector<bool> input_group;    ///< per alias root: holds a graph input
     std::vector<bool> is_param;       ///< per input index
     std::vector<output_copy> output_copies;
-    bool inputs_ready = false;        ///< every input storage id bound or allocated
+    bool inputs_ready = false;        ///< every input slot bound or allocated
     std::atomic<bool> busy{false};
     detail::run_context context;
+    /// Scratch of execution policies, per step; allocated on first use.
+    std::unique_ptr<std::atomic<std::uint32_t>[]> counters;
+    std::unique_ptr<std::uint32_t[]> slots;
 
     explicit instance(const model_state& m)
-        : plan(m.plan),
+        : backends(m.backends),
+          streams(make_streams(m)),
+          stream_objects(stream_pointers(streams)),
+          plan(m.plan, stream_objects),
           allocator(m.allocator),
           storage(m.plan.storage.size()),
           binding(m.plan.entries.size(), bound_to::internal),
@@ -320,19 +365,23 @@ class graph_executor {
       const gexec::plan& p = m.plan;
       context = m.rt->context();
       context.executor = this;
+      context.backends = m.backends.get();
+      context.devices = m.device_table;
+      context.device = m.devices[0];
+      context.stream = stream_objects[0];
       // Activations: one allocation per device through the allocator policy.
       for (const DLDevice& d : m.devices) {
-        std::vector<std::size_t> sids;
+        std::vector<std::size_t> slots_here;
         std::vector<std::uint64_t> sizes;
-        for (std::size_t sid = 0; sid < p.storage.size(); ++sid)
-          if (p.storage[sid].kind == storage_kind::activation && same_device(p.storage[sid].device, d)) {
-            sids.push_back(sid);
-            sizes.push_back(p.storage[sid].bytes);
+        for (std::size_t i = 0; i < p.storage.size(); ++i)
+          if (p.storage[i].kind == storage_kind::activation && same_device(p.storage[i].device, d)) {
+            slots_here.push_back(i);
+            sizes.push_back(p.storage[i].bytes);
           }
-        if (sids.empty()) continue;
+        if (slots_here.empty()) continue;
         auto buffers = allocate(m, d, sizes);
-        for (std::size_t i = 0; i < sids.size(); ++i) {
-          storage[sids[i]] = std::move(buffers[i]);
+        for (std::size_t i = 0; i < slots_here.size(); ++i) {
+          storage[slots_here[i]] = std::move(buffers[i]);
           own_bytes += sizes[i];
         }
       }
@@ -346,10 +395,25 @@ class graph_executor {
         }
       }
       for (std::uint32_t e = 0; e < p.entries.size(); ++e)
-        if (p.alias_root[e] == e && binding[e] == bound_to::internal) {
-          const auto& buffer = storage[m.storage_of(e)];
-          if (buffer) plan.bind_alias_group(p, e, buffer.get(), buffer);
+        if (p.alias_root[e] == e && binding[e] == bound_to::internal && storage[m.storage_of(e)]) bind_own(p, e);
+    }
+    ~instance() {
+      for (device_stream& d : streams) {
+        try {
+          d.sync(backends.get(), d.stream);
+        } catch (...) {  // a device that cannot finish has nothing left to wait for
         }
+        d.release(backends.get(), d.device, d.stream);
+      }
+    }
+    instance(const instance&) = delete;
+    instance& operator=(const instance&) = delete;
+
+    /// Points root entry `e`'s alias group at its place in its own storage slot.
+    void bind_own(const gexec::plan& p, std::uint32_t e) {
+      const std::shared_ptr<void>& buffer = storage[p.entry_slot[e]];
+      std::shared_ptr<void> at(buffer, static_cast<char*>(buffer.get()) + p.entry_offset[e]);
+      plan.bind_alias_group(p, e, at.get(), at);
     }
 
     std::vector<std::shared_ptr<void>> allocate(const model_state& m, DLDevice d, std::span<const std::uint64_t> sizes) {
@@ -360,6 +424,43 @@ class graph_executor {
       });
       if (!served) throw error(errc::device_mismatch, "no backend serves " + to_string(d));
       return buffers;
+    }
+
+    static std::vector<device_stream> make_streams(const model_state& m) {
+      std::vector<device_stream> out;
+      out.reserve(m.devices.size());
+      struct undo {  // releases what was made if a later device fails
+        std::vector<device_stream>& made;
+        Backends* backends;
+        bool done = false;
+        ~undo() {
+          if (!done)
+            for (device_stream& d : made) d.release(backends, d.device, d.stream);
+        }
+      } guard{out, m.backends.get()};
+      for (const DLDevice& d : m.devices)
+        m.backends->visit(d.device_type, [&](auto& b) {
+          using B = std::decay_t<decltype(b)>;
+          using stream_t = typename B::stream_type;
+          auto* object = new stream_t(b.create_stream(d));
+          device_stream ds;
+          ds.device = d;
+          ds.stream = object;
+          ds.sync = [](Backends* bs, void* st) { bs->template get<B>().synchronize(*static_cast<stream_t*>(st)); };
+          ds.release = [](Backends* bs, DLDevice dev, void* st) noexcept {
+            auto* object = static_cast<stream_t*>(st);
+            bs->template get<B>().destroy_stream(dev, *object);
+            delete object;
+          };
+          out.push_back(ds);
+        });
+      guard.done = true;
+      return out;
+    }
+    static std::vector<void*> stream_pointers(const std::vector<device_stream>& streams) {
+      std::vector<void*> out;
+      for (const device_stream& d : streams) out.push_back(d.stream);
+      return out;
     }
   };
 
@@ -388,31 +489,131 @@ class graph_executor {
     return *s_;
   }
 
+  /// What an execution policy drives: the steps of this run, the edges between them,
+  /// the runtime's pool and per-step scratch. See execution/policy.hpp.
+  template <class Observer>
+  class step_program {
+   public:
+    step_program(graph_executor& ex, Observer& observer) : ex_(ex), observer_(observer) {}
+
+    [[nodiscard]] std::uint32_t size() const noexcept { return static_cast<std::uint32_t>(ex_.m_->plan.step_node.size()); }
+    void run(std::uint32_t begin, std::uint32_t end) { ex_.run_steps(begin, std::min(end, size()), observer_); }
+    void run_step(std::uint32_t step) { ex_.run_steps(step, step + 1, observer_); }
+    [[nodiscard]] const step_graph& dependencies() const { return ex_.m_->dependencies(); }
+    [[nodiscard]] int max_concurrency() const noexcept { return ex_.s_->context.pool->max_concurrency(); }
+    template <class F>
+    void parallel_for(int num_tasks, F&& f) {
+      ex_.s_->context.pool->parallel_for(num_tasks, std::forward<F>(f));
+    }
+    [[nodiscard]] std::span<std::atomic<std::uint32_t>> counters() {
+      instance& s = *ex_.s_;
+      if (!s.counters) s.counters = std::make_unique<std::atomic<std::uint32_t>[]>(size());
+      return {s.counters.get(), size()};
+    }
+    [[nodiscard]] std::span<std::uint32_t> slots() {
+      instance& s = *ex_.s_;
+      if (!s.slots) s.slots = std::make_unique<std::uint32_t[]>(size());
+      return {s.slots.get(), size()};
+    }
+    /// While it lives, this thread runs steps with its own copy of the run's context.
+    class context_guard {
+     public:
+      explicit context_guard(const detail::run_context& c) : copy_(c), scope_(&copy_) {}
+      context_guard(const context_guard&) = delete;
+      context_guard& operator=(const context_guard&) = delete;
+
+     private:
+      detail::run_context copy_;
+      detail::context_scope scope_;
+    };
+    [[nodiscard]] context_guard thread_context() const { return context_guard(ex_.s_->context); }
+
+   private:
+    graph_executor& ex_;
+    Observer& observer_;
+  };
+
+  template <class Policy, class Observer>
+  void run_with(const Policy& policy, Observer& observer) {
+    instance& s = self();
+    busy_guard g(s, "run");
+    if (!s.inputs_ready) [[unlikely]]
+      allocate_unbound_inputs();
+    detail::context_scope scope(&s.context);
+    step_program<Observer> program(*this, observer);
+    policy.execute(program);
+    finish_run();
+  }
+
+  /// Runs the steps of nodes before `node_end`, in order (debug_get_output).
   void run_until(std::uint32_t node_end) {
     instance& s = self();
     busy_guard g(s, "run");
     if (!s.inputs_ready) [[unlikely]]
       allocate_unbound_inputs();
     detail::context_scope scope(&s.context);
+    const auto& nodes = model().plan.step_node;
+    const auto end = static_cast<std::uint32_t>(std::lower_bound(nodes.begin(), nodes.end(), node_end) - nodes.begin());
+    run_steps(0, end, no_observer_);
+    if (end == nodes.size()) finish_run();
+  }
+
+  void finish_run() {
+    instance& s = self();
+    for (const output_copy& c : s.output_copies) copy_tensor(s.plan.entries[c.eid], const_cast<DLTensor&>(c.value.dltensor()));
+  }
+
+  /// Steps [begin, end) of the run order, on this thread: the flat loops over the step
+  /// arrays, with the observer's hooks around each step when there is one.
+  template <class Observer>
+  void run_steps(std::uint32_t begin, std::uint32_t end, Observer& observer) {
+    if (begin >= end) return;
+    instance& s = *s_;
+    const model_state& m = *m_;
+    detail::run_context& context = *detail::current_context();
     bool& error_set = detail::last_error_set();
-    for (const detail::step_run& r : model().plan.order) {
-      if (r.kind == detail::step_kind::call) {
-        for (const detail::call_step *c = s.plan.calls.data() + r.begin, *end = s.plan.calls.data() + r.end; c != end; ++c) {
-          if (c->node_id >= node_end) [[unlikely]] return;
+    constexpr bool observed = !std::is_same_v<Observer, no_observer>;
+    for (const detail::step_run* r = m.plan.order.data() + m.plan.step_run_of[begin]; begin < end; ++r) {
+      const std::uint32_t lo = r->begin + (begin - r->step);
+      const std::uint32_t hi = r->begin + std::min(end - r->step, r->end - r->begin);
+      begin = r->step + (hi - r->begin);
+      if (context.stream != s.stream_objects[r->device]) [[unlikely]]
+        switch_device(context, r->device);
+      if (r->kind == detail::step_kind::call) {
+        for (const detail::call_step *c = s.plan.calls.data() + lo, *last = s.plan.calls.data() + hi; c != last; ++c) {
+          [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(c - s.plan.calls.data() - r->begin), c->node_id};
+          if constexpr (observed) observer.before(event);
           TVMValue ret;
           int ret_code = tc_null;
           error_set = false;
           if (c->fn(c->values, c->codes, c->num_args, &ret, &ret_code, c->resource_handle) != 0) [[unlikely]]
             kernel_failed(c->node_id);
+          if constexpr (observed) observer.after(event);
         }
       } else {
-        for (const detail::copy_step *c = s.plan.copies.data() + r.begin, *end = s.plan.copies.data() + r.end; c != end; ++c) {
-          if (c->node_id >= node_end) [[unlikely]] return;
-          c->fn(c->backend, *c->from, *c->to);
+        for (const detail::copy_step *c = s.plan.copies.data() + lo, *last = s.plan.copies.data() + hi; c != last; ++c) {
+          [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(c - s.plan.copies.data() - r->begin), c->node_id};
+          if constexpr (observed) observer.before(event);
+          c->fn(c->backend, *c->from, *c->to, c->stream, c->to_host);
+          if constexpr (observed) observer.after(event);
         }
       }
     }
-    for (const output_copy& c : s.output_copies) copy_tensor(s.plan.entries[c.eid], const_cast<DLTensor&>(c.value.dltensor()));
+  }
+
+  /// Makes model device `d` this thread's current one for the steps that follow.
+  void switch_device(detail::run_context& context, std::uint16_t d) const {
+    const model_state& m = *m_;
+    context.device = m.devices[d];
+    context.stream = s_->stream_objects[d];
+    if (context.device.device_type != kDLCPU) m.device_table->set_device(m.backends.get(), context.device);
+  }
+
+  /// Waits for the executor's stream on `device` (the host is about to read from it).
+  void synchronize_for(DLDevice device) const {
+    if (device.device_type == kDLCPU) return;
+    for (const device_stream& d : self().streams)
+      if (same_device(d.device, device)) d.sync(model().backends.get(), d.stream);
   }
 
   [[noreturn]] void kernel_failed(std::uint32_t nid) const {
@@ -445,18 +646,21 @@ class graph_executor {
     const std::uint64_t size[1] = {slot.bytes};
     buffer = std::move(s.allocate(m, slot.device, size)[0]);
     s.own_bytes += slot.bytes;
-    if (slot.device.device_type == kDLCPU) std::memset(buffer.get(), 0, static_cast<std::size_t>(slot.bytes));
+    zero(buffer.get(), slot);
     // Groups on this storage id that use the executor's memory now have it.
     for (std::uint32_t i = m.input_roots_begin[sid]; i < m.input_roots_begin[sid + 1]; ++i) {
       const std::uint32_t root = m.input_roots[i];
-      if (s.binding[root] == bound_to::internal) s.plan.bind_alias_group(m.plan, root, buffer.get(), buffer);
+      if (s.binding[root] == bound_to::internal) s.bind_own(m.plan, root);
     }
     return buffer;
   }
   /// Returns `eid`'s alias group to the executor's own memory.
   void make_own(std::uint32_t eid) const {
-    std::shared_ptr<void>& buffer = reserve_own(eid);
-    bind(eid, buffer.get(), buffer, bound_to::internal);
+    reserve_own(eid);
+    const std::uint32_t root = model().plan.alias_root[eid];
+    self().bind_own(model().plan, root);
+    self().binding[root] = bound_to::internal;
+    self().bound_output[root] = -1;
   }
   /// Before the first run: input storage no one bound or set gets zeroed memory.
   void allocate_unbound_inputs() {
@@ -530,15 +734,37 @@ class graph_executor {
     if (!value.is_aligned()) fail(errc::misaligned, "data is not 64-byte aligned");
   }
 
-  /// Copies between tensors of equal size; a copy that touches a device is that device's backend's job.
+  /// Copies between tensors of equal size, complete on return; a copy that touches a
+  /// device is that device's backend's job, on this executor's stream there.
   void copy_tensor(const DLTensor& src, DLTensor& dst) const {
-    int type = dst.device.device_type != kDLCPU ? dst.device.device_type : src.device.device_type;
-    if (!model().backends->visit(type, [&](auto& b) { b.copy(src, dst); }))
-      throw error(errc::device_mismatch, "no backend copies between " + to_string(src.device) + " and " + to_string(dst.device));
+    const DLDevice d = dst.device.device_type != kDLCPU ? dst.device : src.device;
+    for (const device_stream& ds : self().streams)
+      if (same_device(ds.device, d)) {
+        model().backends->visit(d.device_type, [&](auto& b) {
+          auto& stream = *static_cast<typename std::decay_t<decltype(b)>::stream_type*>(ds.stream);
+          b.copy_async(src, dst, stream);
+          b.synchronize(stream);
+        });
+        return;
+      }
+    model().backends->copy(src, dst);  // a device the model does not run on: a stream of its own
+  }
+  /// Zeroes fresh storage: directly on the host, by a copy from zeroed host memory on a device.
+  void zero(void* data, const storage_slot& slot) const {
+    if (slot.device.device_type == kDLCPU) {
+      std::memset(data, 0, static_cast<std::size_t>(slot.bytes));
+      return;
+    }
+    std::vector<std::uint8_t> zeros(static_cast<std::size_t>(slot.bytes));
+    std::int64_t n = static_cast<std::int64_t>(slot.bytes);
+    DLTensor from{zeros.data(), cpu(), 1, {kDLUInt, 8, 1}, &n, nullptr, 0};
+    DLTensor to{data, slot.device, 1, {kDLUInt, 8, 1}, &n, nullptr, 0};
+    copy_tensor(from, to);
   }
 
   std::shared_ptr<const model_state> m_;
   std::unique_ptr<instance> s_;
+  [[no_unique_address]] no_observer no_observer_;
 };
 
 GEXEC_NAMESPACE_END

@@ -96,8 +96,10 @@ inline std::shared_ptr<const embedded_factory> read_embedded_factory(const modul
 
 }  // namespace detail
 
-template <class Backends, class Allocator, class Binding>
+template <class Backends, class Allocator, class Binding, class Planner>
 class basic_model {
+  static_assert(storage_planner<Planner>, "Planner must model gexec::storage_planner: plan(const storage_problem&) const -> storage_assignment");
+
  public:
   using executor = graph_executor<Backends, Allocator, Binding>;
   using state = detail::model_state<Backends, Allocator, Binding>;
@@ -118,13 +120,14 @@ class basic_model {
     if (s->devices.empty()) throw error(errc::invalid_argument, "model: no device given");
     for (const DLDevice& d : s->devices)
       if (!Backends::serves(d.device_type)) throw error(errc::device_mismatch, "model: no backend serves " + to_string(d));
-    s->plan = make_plan(s->graph, s->binding, s->devices, *s->backends);
+    s->plan = make_plan(s->graph, s->binding, s->devices, *s->backends, Planner{});
 
     const gexec::plan& p = s->plan;
     check_storage_fits(p);
     std::vector<std::uint32_t> count(p.storage.size() + 1, 0);
     for (std::uint32_t e = 0; e < p.entries.size(); ++e)
       if (p.alias_root[e] == e && p.storage[s->storage_of(e)].kind == storage_kind::input) ++count[s->storage_of(e) + 1];
+    s->device_table = &detail::device_table_for<Backends>;
     for (std::size_t i = 1; i < count.size(); ++i) count[i] += count[i - 1];
     s->input_roots_begin = count;
     s->input_roots.resize(count.back());
@@ -152,6 +155,11 @@ class basic_model {
     m.keep_source(std::move(embedded));
     return m;
   }
+
+  /// The bytes of activation storage as compiled, as planned, and the liveness bound.
+  [[nodiscard]] const storage_figures& storage() const noexcept { return state_->plan.figures; }
+  /// The backends the model's executors use (for example to read an emulated device's counts).
+  [[nodiscard]] Backends& get_backends() const noexcept { return *state_->backends; }
 
   /// A new executor: its own activations, the model's parameters read in place.
   [[nodiscard]] executor instantiate() const { return executor(state_); }
@@ -200,9 +208,7 @@ class basic_model {
         placed = value;
       } else {
         placed = allocate_like(s, want);
-        DLTensor& dst = const_cast<DLTensor&>(placed.dltensor());
-        int type = dst.device.device_type != kDLCPU ? dst.device.device_type : value.device().device_type;
-        s.backends->visit(type, [&](auto& b) { b.copy(value.dltensor(), dst); });
+        s.backends->copy(value.dltensor(), const_cast<DLTensor&>(placed.dltensor()));
       }
       s.param_bytes += placed.byte_size();
       s.params[static_cast<std::size_t>(it->second)] = std::move(placed);
@@ -243,9 +249,9 @@ class basic_model {
 
 // `gexec::basic_model m(graph, kernels)` picks the binding from its argument.
 template <op_binding Binding>
-basic_model(validated_graph, Binding, model_options = {}) -> basic_model<backends<cpu_backend>, pool_allocator, Binding>;
+basic_model(validated_graph, Binding, model_options = {}) -> basic_model<backends<cpu_backend>, pool_allocator, Binding, as_compiled>;
 template <op_binding Binding>
-basic_model(validated_graph, Binding, const param_dict&, model_options = {}) -> basic_model<backends<cpu_backend>, pool_allocator, Binding>;
+basic_model(validated_graph, Binding, const param_dict&, model_options = {}) -> basic_model<backends<cpu_backend>, pool_allocator, Binding, as_compiled>;
 basic_model(validated_graph, module, model_options = {}) -> basic_model<>;
 basic_model(validated_graph, module, const param_dict&, model_options = {}) -> basic_model<>;
 

@@ -18,7 +18,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -26,6 +28,8 @@
 #include "detail/shape.hpp"
 #include "error.hpp"
 #include "graph.hpp"
+#include "planners/as_compiled.hpp"
+#include "planners/planner.hpp"
 #include "tvm_abi.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -45,24 +49,34 @@ struct call_step {
 };
 
 /// A copy between two entries, through the backend of the device it touches.
+using copy_fn = void (*)(void* backend, const DLTensor& from, DLTensor& to, void* stream, bool to_host);
 struct copy_step {
   const DLTensor* from;
   DLTensor* to;
-  void (*fn)(void* backend, const DLTensor& from, DLTensor& to);
+  copy_fn fn;
   void* backend;
+  void* stream;  ///< the executor's stream_type object of the backend's device
+  bool to_host;  ///< the host reads the result next: wait for the stream
   std::uint32_t node_id;
 };
 
-/// Consecutive steps of one kind: calls[begin, end) or copies[begin, end).
+/// Consecutive steps of one kind on one device: calls[begin, end) or copies[begin, end),
+/// which are steps [step, step + end - begin) of the run order.
 struct step_run {
   step_kind kind;
+  std::uint16_t device;  ///< index into the model's devices
   std::uint32_t begin;
   std::uint32_t end;
+  std::uint32_t step;
 };
 
+/// A copy enqueued on the stream of the device it touches; the host waits for it only
+/// where the host reads next.
 template <class B>
-void backend_copy(void* backend, const DLTensor& from, DLTensor& to) {
-  static_cast<B*>(backend)->copy(from, to);
+void backend_copy(void* backend, const DLTensor& from, DLTensor& to, void* stream, bool to_host) {
+  auto& s = *static_cast<typename B::stream_type*>(stream);
+  static_cast<B*>(backend)->copy_async(from, to, s);
+  if (to_host) static_cast<B*>(backend)->synchronize(s);
 }
 
 [[noreturn]] inline void plan_fail(errc code, const graph& g, std::uint32_t nid, const std::string& message) {
@@ -70,20 +84,6 @@ void backend_copy(void* backend, const DLTensor& from, DLTensor& to) {
 }
 
 }  // namespace detail
-
-/// How an executor gets the memory of a storage id.
-enum class storage_kind : std::uint8_t {
-  unused,      ///< no entry lives there
-  activation,  ///< in the executor's arena, allocated when the executor is made
-  input,       ///< holds only graph inputs (parameters included): allocated on first
-               ///< use, so inputs bound zero-copy or to shared parameters take nothing
-};
-
-struct storage_slot {
-  DLDevice device{kDLCPU, 0};
-  std::uint64_t bytes = 0;
-  storage_kind kind = storage_kind::unused;
-};
 
 /// A kernel call by index: arguments args[first_arg, first_arg + num_args).
 struct call_template {
@@ -98,8 +98,10 @@ struct call_template {
 struct copy_template {
   std::uint32_t from;
   std::uint32_t to;
-  void (*fn)(void* backend, const DLTensor& from, DLTensor& to);
+  detail::copy_fn fn;
   void* backend;
+  std::uint16_t device;  ///< index into the model's devices: whose stream carries it
+  bool to_host;
   std::uint32_t node_id;
 };
 
@@ -112,9 +114,14 @@ struct plan {
   plan(const plan&) = delete;
   plan& operator=(const plan&) = delete;
 
-  std::vector<storage_slot> storage;        ///< per storage id
+  std::vector<storage_slot> storage;        ///< per slot, as the planner chose
   std::vector<DLTensor> entries;            ///< per entry; data is null here
   std::vector<std::uint32_t> alias_root;    ///< per entry: the entry a __nop chain aliases
+  std::vector<std::uint32_t> entry_slot;    ///< per entry: its storage slot
+  std::vector<std::uint64_t> entry_offset;  ///< per entry: bytes into its slot
+  storage_problem values;                   ///< the alias groups as the planner saw them
+  std::vector<std::uint32_t> value_of;      ///< per entry: its alias group in `values`
+  storage_figures figures;                  ///< as compiled, planned, lower bound
   std::vector<DLTensor> args;               ///< kernel arguments, flat over all calls; data null
   std::vector<std::uint32_t> arg_entry;     ///< entry behind each argument
   std::vector<std::int64_t> flat_shapes;    ///< 1-d shapes of flatten_data arguments
@@ -122,6 +129,8 @@ struct plan {
   std::vector<call_template> calls;
   std::vector<copy_template> copies;
   std::vector<detail::step_run> order;
+  std::vector<std::uint32_t> step_node;     ///< per step of the run order: its node
+  std::vector<std::uint32_t> step_run_of;   ///< per step: the run in `order` holding it
   /// Per alias group (keyed by its root entry), everything that is that data, as a CSR
   /// list: i < entries.size() is entry i, else argument i - entries.size().
   std::vector<std::uint32_t> users_begin;
@@ -156,7 +165,8 @@ struct instance_plan {
   std::vector<copy_step> copies;
 
   /// Copies `p`'s arrays and points every step at this object's arrays; no data yet.
-  explicit instance_plan(const plan& p)
+  /// `streams[d]` is the executor's stream object for the model's device d.
+  instance_plan(const plan& p, std::span<void* const> streams)
       : entries(p.entries), entry_owner(p.entries.size()), args(p.args), values(p.args.size()), codes(p.codes) {
     for (std::size_t i = 0; i < args.size(); ++i) values[i].v_handle = &args[i];
     calls.reserve(p.calls.size());
@@ -164,7 +174,8 @@ struct instance_plan {
       calls.push_back({c.fn, c.resource_handle, values.data() + c.first_arg, codes.data() + c.first_arg,
                        static_cast<int>(c.num_args), c.node_id});
     copies.reserve(p.copies.size());
-    for (const copy_template& c : p.copies) copies.push_back({&entries[c.from], &entries[c.to], c.fn, c.backend, c.node_id});
+    for (const copy_template& c : p.copies)
+      copies.push_back({&entries[c.from], &entries[c.to], c.fn, c.backend, streams[c.device], c.to_host, c.node_id});
   }
 
   /// Points entry `eid`, its __nop aliases and every argument made from them at `data`.
@@ -187,12 +198,13 @@ struct instance_plan {
 
 }  // namespace detail
 
-/// Builds the plan for `g`: places entries on `devices`, sizes and classifies storage,
-/// resolves every kernel through `binding`. Every error a run could meet for
-/// structural reasons is raised here. `backends` must outlive the plan (copy steps
-/// point at the backend that performs them).
-template <class Backends, op_binding Binding>
-plan make_plan(const validated_graph& vg, const Binding& binding, const std::vector<DLDevice>& devices, Backends& backends) {
+/// Builds the plan for `g`: places entries on `devices`, lays storage out with
+/// `planner` (and checks its answer), resolves every kernel through `binding`. Every
+/// error a run could meet for structural reasons is raised here. `backends` must
+/// outlive the plan (copy steps point at the backend that performs them).
+template <class Backends, op_binding Binding, storage_planner Planner = as_compiled>
+plan make_plan(const validated_graph& vg, const Binding& binding, const std::vector<DLDevice>& devices, Backends& backends,
+               const Planner& planner = {}) {
   using detail::plan_fail;
   const graph& g = vg.get();
   plan p;
@@ -203,24 +215,19 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
   std::vector<std::uint32_t> node_of_entry(n_entries);
   for (std::uint32_t nid = 0; nid < g.nodes.size(); ++nid)
     for (std::uint32_t e = g.node_row_ptr[nid]; e < g.node_row_ptr[nid + 1]; ++e) node_of_entry[e] = nid;
-  auto device_of = [&](std::size_t e) {
+  auto device_at = [&](std::size_t e) -> std::uint16_t {
     int type = attrs.device_index.empty() ? devices[0].device_type : attrs.device_index[e];
-    for (const DLDevice& d : devices)
-      if (d.device_type == type) return d;
+    for (std::size_t i = 0; i < devices.size(); ++i)
+      if (devices[i].device_type == type) return static_cast<std::uint16_t>(i);
     plan_fail(errc::device_mismatch, g, node_of_entry[e],
               "output is placed on " + device_type_name(type) + ", but no " + device_type_name(type) + " device was given");
   };
-
-  // Storage: one slot per storage id, as large as its largest entry.
-  p.storage.resize(n_entries);
+  std::vector<std::uint16_t> entry_device(n_entries);
   p.entries.resize(n_entries);
   p.alias_root.resize(n_entries);
   for (std::size_t e = 0; e < n_entries; ++e) {
-    auto& s = p.storage[static_cast<std::size_t>(attrs.storage_id[e])];
-    s.device = device_of(e);
-    s.bytes = std::max(s.bytes, *detail::checked_byte_size(attrs.shape[e], attrs.dltype[e]));
-    s.kind = storage_kind::activation;
-    p.entries[e] = DLTensor{nullptr, s.device, static_cast<int>(attrs.shape[e].size()), attrs.dltype[e],
+    entry_device[e] = device_at(e);
+    p.entries[e] = DLTensor{nullptr, devices[entry_device[e]], static_cast<int>(attrs.shape[e].size()), attrs.dltype[e],
                             const_cast<std::int64_t*>(attrs.shape[e].data()), nullptr, 0};
     p.alias_root[e] = static_cast<std::uint32_t>(e);
   }
@@ -234,10 +241,13 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
   p.flat_shapes.reserve(n_args);
   p.codes.reserve(n_args);
 
-  auto append_step = [&](detail::step_kind kind, std::size_t index) {
+  auto append_step = [&](detail::step_kind kind, std::size_t index, std::uint16_t device, std::uint32_t nid) {
     auto i = static_cast<std::uint32_t>(index);
-    if (!p.order.empty() && p.order.back().kind == kind && p.order.back().end == i) ++p.order.back().end;
-    else p.order.push_back({kind, i, i + 1});
+    const auto step = static_cast<std::uint32_t>(p.step_node.size());
+    p.step_node.push_back(nid);
+    if (!p.order.empty() && p.order.back().kind == kind && p.order.back().device == device && p.order.back().end == i) ++p.order.back().end;
+    else p.order.push_back({kind, device, i, i + 1, step});
+    p.step_run_of.push_back(static_cast<std::uint32_t>(p.order.size() - 1));
   };
   auto add_copy = [&](std::uint32_t nid, std::uint32_t from, std::uint32_t to) {
     const DLTensor& src = p.entries[from];
@@ -246,18 +256,19 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
       plan_fail(errc::shape_mismatch, g, nid, "copies " + to_string(attrs.dltype[from]) + detail::shape_to_string(attrs.shape[from]) +
                                                   " into " + to_string(attrs.dltype[to]) + detail::shape_to_string(attrs.shape[to]) +
                                                   ", which differs in size");
-    // A copy that touches a device is that device's backend's job.
-    int type = dst.device.device_type != kDLCPU ? dst.device.device_type : src.device.device_type;
-    if (src.device.device_type != kDLCPU && dst.device.device_type != kDLCPU && src.device.device_type != dst.device.device_type)
+    // A copy that touches a device is that device's backend's job, on its stream.
+    const bool dst_device = dst.device.device_type != kDLCPU;
+    const std::uint16_t device = dst_device ? entry_device[to] : entry_device[from];
+    if (src.device.device_type != kDLCPU && dst_device && src.device.device_type != dst.device.device_type)
       plan_fail(errc::unsupported, g, nid, "copies between " + to_string(src.device) + " and " + to_string(dst.device));
-    copy_template step{from, to, nullptr, nullptr, nid};
-    backends.visit(type, [&](auto& b) {
+    copy_template step{from, to, nullptr, nullptr, device, !dst_device && src.device.device_type != kDLCPU, nid};
+    backends.visit(devices[device].device_type, [&](auto& b) {
       step.fn = &detail::backend_copy<std::decay_t<decltype(b)>>;
       step.backend = &b;
     });
     if (!step.fn) plan_fail(errc::device_mismatch, g, nid, "no backend copies to " + to_string(dst.device));
     p.copies.push_back(step);
-    append_step(detail::step_kind::copy, p.copies.size() - 1);
+    append_step(detail::step_kind::copy, p.copies.size() - 1, device, nid);
   };
 
   for (std::uint32_t nid = 0; nid < g.nodes.size(); ++nid) {
@@ -272,6 +283,7 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
         if (attrs.storage_id[in] == attrs.storage_id[out]) {
           if (detail::checked_byte_size(attrs.shape[out], attrs.dltype[out]) > detail::checked_byte_size(attrs.shape[in], attrs.dltype[in]))
             plan_fail(errc::shape_mismatch, g, nid, "__nop output is larger than the input it aliases");
+          if (entry_device[in] != entry_device[out]) plan_fail(errc::device_mismatch, g, nid, "__nop output is on another device than its input");
           p.alias_root[out] = p.alias_root[in];
         } else {
           add_copy(nid, in, out);
@@ -300,7 +312,7 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
     for (const node_entry& in : n.inputs) add_arg(g.entry_id(in));
     for (std::uint32_t k = 0; k < n.num_outputs; ++k) add_arg(g.entry_id(nid, k));
     p.calls.push_back({f.fn, f.resource_handle, static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(p.args.size() - first), nid});
-    append_step(detail::step_kind::call, p.calls.size() - 1);
+    append_step(detail::step_kind::call, p.calls.size() - 1, n.num_outputs ? entry_device[g.entry_id(nid, 0)] : std::uint16_t{0}, nid);
   }
 
   // Users of each alias group: its entries and the arguments made from them.
@@ -314,15 +326,52 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
   for (std::size_t i = 0; i < p.args.size(); ++i)
     p.users[count[p.alias_root[p.arg_entry[i]]]++] = static_cast<std::uint32_t>(n_entries + i);
 
-  // A storage id that holds nothing but graph inputs (and their __nop aliases) is input
-  // storage: executors allocate it only when something is copied into it.
-  std::vector<bool> input_group(n_entries, false);
-  for (std::uint32_t nid : g.arg_nodes) input_group[p.alias_root[g.entry_id(nid, 0)]] = true;
-  std::vector<bool> only_inputs(n_entries, true);
-  for (std::size_t e = 0; e < n_entries; ++e)
-    if (!input_group[p.alias_root[e]]) only_inputs[static_cast<std::size_t>(attrs.storage_id[e])] = false;
-  for (std::size_t sid = 0; sid < n_entries; ++sid)
-    if (p.storage[sid].kind == storage_kind::activation && only_inputs[sid]) p.storage[sid].kind = storage_kind::input;
+  // Storage: the alias groups with their lifetimes over the node order, laid out by the planner.
+  storage_problem& problem = p.values;
+  problem.num_nodes = static_cast<std::uint32_t>(g.nodes.size());
+  problem.num_storage_ids = 0;
+  p.value_of.assign(n_entries, 0);
+  for (std::uint32_t e = 0; e < n_entries; ++e) {
+    problem.num_storage_ids = std::max(problem.num_storage_ids, static_cast<std::size_t>(attrs.storage_id[e]) + 1);
+    if (p.alias_root[e] != e) continue;
+    p.value_of[e] = static_cast<std::uint32_t>(problem.values.size());
+    storage_value v;
+    v.root = e;
+    v.device = devices[entry_device[e]];
+    v.bytes = p.alias_group_bytes(e);
+    v.storage_id = attrs.storage_id[e];
+    v.first = v.last = node_of_entry[e];
+    problem.values.push_back(v);
+  }
+  for (std::uint32_t e = 0; e < n_entries; ++e) p.value_of[e] = p.value_of[p.alias_root[e]];
+  for (std::uint32_t nid = 0; nid < g.nodes.size(); ++nid)
+    for (const node_entry& in : g.nodes[nid].inputs) {
+      storage_value& v = problem.values[p.value_of[g.entry_id(in)]];
+      v.last = std::max(v.last, nid);
+    }
+  for (std::uint32_t nid : g.arg_nodes) {
+    storage_value& v = problem.values[p.value_of[g.entry_id(nid, 0)]];
+    v.is_input = true;
+    v.first = 0;
+    v.last = pinned_to_end;
+  }
+  for (const node_entry& h : g.heads) {
+    storage_value& v = problem.values[p.value_of[g.entry_id(h)]];
+    v.is_output = true;
+    v.last = pinned_to_end;
+  }
+  storage_assignment placed = planner.plan(problem);
+  detail::check_assignment(problem, placed, std::is_same_v<Planner, as_compiled> ? "the graph's storage_id" : "the planner");
+  p.entry_slot.resize(n_entries);
+  p.entry_offset.resize(n_entries);
+  for (std::uint32_t e = 0; e < n_entries; ++e) {
+    p.entry_slot[e] = placed.slot[p.value_of[e]];
+    p.entry_offset[e] = placed.offset[p.value_of[e]];
+  }
+  p.figures.as_compiled = activation_bytes(as_compiled{}.plan(problem));
+  p.figures.planned = activation_bytes(placed);
+  p.figures.lower_bound = liveness_lower_bound(problem);
+  p.storage = std::move(placed.slots);
   return p;
 }
 

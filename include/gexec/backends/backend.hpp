@@ -1,8 +1,36 @@
 #pragma once
 // The device-backend policy: what a backend must provide, and backends<...>, the
 // compile-time list of backends an executor dispatches device types over.
+//
+// A backend serves one DLDeviceType and every device id of it. The executor asks it for
+// memory (its storage and parameters), for a stream per device it runs on, for copies
+// enqueued on that stream, for events to order streams, for the workspace compiled
+// kernels request through TVMBackendAllocWorkspace, and to make a device current.
+// Everything that releases something is noexcept: it runs in destructors.
+//
+//   struct my_backend {
+//     static constexpr int device_type = kDLExtDev;
+//     using stream_type = my_queue*;
+//     using event_type = my_marker;
+//     void* allocate(DLDevice, std::uint64_t bytes);
+//     void free(DLDevice, void*) noexcept;
+//     stream_type create_stream(DLDevice);
+//     void destroy_stream(DLDevice, stream_type) noexcept;
+//     void copy_async(const DLTensor& from, DLTensor& to, stream_type&);
+//     void synchronize(stream_type&);
+//     event_type create_event(DLDevice);
+//     void destroy_event(DLDevice, event_type&) noexcept;
+//     void record(event_type&, stream_type&);
+//     void wait(stream_type&, event_type&);
+//     void* alloc_workspace(DLDevice, std::uint64_t bytes);
+//     int free_workspace(DLDevice, void*) noexcept;
+//     void set_device(DLDevice);
+//   };
 
 #include "../config.hpp"
+
+#include "../device.hpp"
+#include "../error.hpp"
 
 #include <dlpack/dlpack.h>
 
@@ -16,19 +44,52 @@
 
 GEXEC_NAMESPACE_BEGIN
 
-/// A backend serves one DLDeviceType: it allocates and frees device memory, copies
-/// tensors between that device and the host (or within it), and waits for the device.
+/// Memory of a device: allocate throws gexec::error when it cannot; free never throws.
 template <class B>
-concept device_backend = requires(B& b, DLDevice d, std::uint64_t bytes, void* p, const DLTensor& src, DLTensor& dst) {
+concept device_memory = requires(B& b, DLDevice d, std::uint64_t bytes, void* p) {
   { B::device_type } -> std::convertible_to<int>;
   { b.allocate(d, bytes) } -> std::same_as<void*>;
-  { b.free(d, p) } -> std::same_as<void>;
-  { b.copy(src, dst) } -> std::same_as<void>;
-  { b.synchronize(d) } -> std::same_as<void>;
+  requires noexcept(b.free(d, p));
 };
 
-/// The allocator policy: the buffers for the storage ids on one device, from backend B,
-/// as shared_ptrs so that views (get_output, share_params) keep them alive.
+/// An ordered queue of work on a device, and the copies enqueued on it. A copy may
+/// touch the host on one side; the executor waits for the stream before the host reads
+/// what a copy wrote.
+template <class B>
+concept device_streams = requires(B& b, DLDevice d, const DLTensor& from, DLTensor& to, typename B::stream_type& s) {
+  typename B::stream_type;
+  { b.create_stream(d) } -> std::same_as<typename B::stream_type>;
+  requires noexcept(b.destroy_stream(d, s));
+  { b.copy_async(from, to, s) } -> std::same_as<void>;
+  { b.synchronize(s) } -> std::same_as<void>;
+};
+
+/// Sync points between streams: `record` marks what a stream has enqueued so far,
+/// `wait` makes another stream wait for it.
+template <class B>
+concept device_events = requires(B& b, DLDevice d, typename B::stream_type& s, typename B::event_type& e) {
+  typename B::event_type;
+  { b.create_event(d) } -> std::same_as<typename B::event_type>;
+  requires noexcept(b.destroy_event(d, e));
+  { b.record(e, s) } -> std::same_as<void>;
+  { b.wait(s, e) } -> std::same_as<void>;
+};
+
+/// Scratch memory for compiled kernels (TVMBackendAllocWorkspace with this device type)
+/// and TVM's set-device: free_workspace returns 0, or -1 for memory it did not give out.
+template <class B>
+concept device_runtime_services = requires(B& b, DLDevice d, std::uint64_t bytes, void* p) {
+  { b.alloc_workspace(d, bytes) } -> std::same_as<void*>;
+  { b.free_workspace(d, p) } noexcept -> std::same_as<int>;
+  { b.set_device(d) } -> std::same_as<void>;
+};
+
+/// A backend serves one DLDeviceType, every device id of it.
+template <class B>
+concept device_backend = device_memory<B> && device_streams<B> && device_events<B> && device_runtime_services<B>;
+
+/// The allocator policy: the buffers for the storage slots on one device, from backend
+/// B, as shared_ptrs so that views (get_output, share_params) keep them alive.
 template <class A, class B>
 concept storage_allocator = requires(A& a, std::shared_ptr<B> backend, DLDevice d, std::span<const std::uint64_t> sizes) {
   { a.allocate(backend, d, sizes) } -> std::same_as<std::vector<std::shared_ptr<void>>>;
@@ -39,7 +100,8 @@ concept storage_allocator = requires(A& a, std::shared_ptr<B> backend, DLDevice 
 template <class... Bs>
 class backends {
   // Checked here rather than as a constraint, so that fwd.hpp can name backends<cpu_backend>.
-  static_assert((device_backend<Bs> && ...), "every backend must model gexec::device_backend");
+  static_assert((device_backend<Bs> && ...),
+                "every backend must model gexec::device_backend (memory, streams, events, workspace, set_device)");
 
  public:
   backends() = default;
@@ -50,6 +112,30 @@ class backends {
   bool visit(int device_type, F&& f) {
     return std::apply([&](auto&... b) { return ((device_type == std::decay_t<decltype(b)>::device_type ? (f(b), true) : false) || ...); },
                       list_);
+  }
+  /// A copy of equal-sized tensors by the backend of the device it touches (the host's
+  /// when both are host tensors), complete when this returns: on a stream of its own.
+  void copy(const DLTensor& from, DLTensor& to) {
+    const int type = to.device.device_type != kDLCPU ? to.device.device_type : from.device.device_type;
+    const DLDevice d = to.device.device_type != kDLCPU ? to.device : from.device;
+    const bool served = visit(type, [&](auto& backend) {
+      using B = std::decay_t<decltype(backend)>;
+      typename B::stream_type stream = backend.create_stream(d);
+      struct release {
+        B& owner;
+        DLDevice device;
+        typename B::stream_type& s;
+        ~release() { owner.destroy_stream(device, s); }
+      } r{backend, d, stream};
+      backend.copy_async(from, to, stream);
+      backend.synchronize(stream);
+    });
+    if (!served) throw error(errc::device_mismatch, "no backend copies from " + to_string(from.device) + " to " + to_string(to.device));
+  }
+  /// The backend serving device type T.
+  template <class B>
+  [[nodiscard]] B& get() noexcept {
+    return std::get<B>(list_);
   }
   [[nodiscard]] static constexpr bool serves(int device_type) noexcept {
     return ((device_type == Bs::device_type) || ...);

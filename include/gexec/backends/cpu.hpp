@@ -1,31 +1,51 @@
 #pragma once
-// The host backend: 64-byte aligned memory and memcpy.
+// The host backend: 64-byte aligned memory, memcpy, and everything else trivially.
+// The host has no queue, so a copy is complete when copy_async returns, events are
+// empty and synchronising waits for nothing. Kernel workspace comes from a per-thread
+// stack of reusable blocks, so that the steady state allocates nothing.
 
 #include "../config.hpp"
 
 #include <cstring>
-#include "../detail/aligned_memory.hpp"
 
+#include "../detail/aligned_memory.hpp"
 #include "../detail/shape.hpp"
+#include "../detail/workspace.hpp"
 #include "../device.hpp"
 #include "../error.hpp"
-#include "../ndarray.hpp"
 #include "backend.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 
 struct cpu_backend {
   static constexpr int device_type = kDLCPU;
+  struct stream_type {};
+  struct event_type {};
 
   void* allocate(DLDevice, std::uint64_t bytes) { return detail::allocate_aligned(bytes); }
-  void free(DLDevice, void* p) { detail::free_aligned(p); }
-  void copy(const DLTensor& src, DLTensor& dst) {
-    if (src.device.device_type != kDLCPU || dst.device.device_type != kDLCPU)
-      throw error(errc::device_mismatch, "cpu backend cannot copy from " + to_string(src.device) + " to " + to_string(dst.device));
-    std::uint64_t bytes = detail::checked_byte_size({src.shape, static_cast<std::size_t>(src.ndim)}, src.dtype).value_or(0);
-    if (bytes) std::memmove(static_cast<char*>(dst.data) + dst.byte_offset, static_cast<const char*>(src.data) + src.byte_offset, bytes);
+  void free(DLDevice, void* p) noexcept { detail::free_aligned(p); }
+
+  stream_type create_stream(DLDevice) noexcept { return {}; }
+  void destroy_stream(DLDevice, stream_type&) noexcept {}
+  void copy_async(const DLTensor& from, DLTensor& to, stream_type&) { copy(from, to); }
+  void synchronize(stream_type&) noexcept {}
+
+  event_type create_event(DLDevice) noexcept { return {}; }
+  void destroy_event(DLDevice, event_type&) noexcept {}
+  void record(event_type&, stream_type&) noexcept {}
+  void wait(stream_type&, event_type&) noexcept {}
+
+  void* alloc_workspace(DLDevice, std::uint64_t bytes) { return detail::workspace_arena::this_thread().allocate(bytes); }
+  int free_workspace(DLDevice, void* p) noexcept { return detail::workspace_arena::this_thread().free(p); }
+  void set_device(DLDevice) noexcept {}
+
+  /// A synchronous copy between host tensors of equal size.
+  static void copy(const DLTensor& from, DLTensor& to) {
+    if (from.device.device_type != kDLCPU || to.device.device_type != kDLCPU)
+      throw error(errc::device_mismatch, "cpu backend cannot copy from " + to_string(from.device) + " to " + to_string(to.device));
+    std::uint64_t bytes = detail::checked_byte_size({from.shape, static_cast<std::size_t>(from.ndim)}, from.dtype).value_or(0);
+    if (bytes) std::memmove(static_cast<char*>(to.data) + to.byte_offset, static_cast<const char*>(from.data) + from.byte_offset, bytes);
   }
-  void synchronize(DLDevice) {}
 };
 static_assert(device_backend<cpu_backend>);
 

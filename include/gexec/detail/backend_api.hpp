@@ -49,24 +49,36 @@ struct module_context {
 
 inline void api_set_last_error(const char* message) noexcept { set_last_error(message ? message : ""); }
 
+/// TVMBackendAllocWorkspace: from the backend of the running executor serving that
+/// device type; outside run(), host workspace only.
 inline void* backend_alloc_workspace(int device_type, int device_id, std::uint64_t nbytes, int, int) noexcept {
-  if (device_type != kDLCPU) {
-    set_last_error("TVMBackendAllocWorkspace: no workspace allocator for " + to_string(DLDevice{static_cast<DLDeviceType>(device_type), device_id}));
-    return nullptr;
-  }
+  const DLDevice d{static_cast<DLDeviceType>(device_type), device_id};
   try {
-    return workspace_arena::this_thread().allocate(nbytes);
+    const run_context* c = current_context();
+    if (c && c->devices) {
+      if (void* p = c->devices->alloc_workspace(c->backends, d, nbytes)) return p;
+      set_last_error("TVMBackendAllocWorkspace: no backend of the running executor serves " + to_string(d));
+      return nullptr;
+    }
+    if (device_type == kDLCPU) return workspace_arena::this_thread().allocate(nbytes);
+    set_last_error("TVMBackendAllocWorkspace: no workspace for " + to_string(d) + " outside an executor's run()");
   } catch (const std::exception& e) {
     set_last_error(std::string("TVMBackendAllocWorkspace: ") + e.what());
-    return nullptr;
+  } catch (...) {
+    set_last_error("TVMBackendAllocWorkspace: unknown failure");
   }
+  return nullptr;
 }
 
 inline int backend_free_workspace(int device_type, int device_id, void* ptr) noexcept {
-  if (device_type != kDLCPU || workspace_arena::this_thread().free(ptr) != 0) {
+  const DLDevice d{static_cast<DLDeviceType>(device_type), device_id};
+  const run_context* c = current_context();
+  const int rc = c && c->devices ? c->devices->free_workspace(c->backends, d, ptr)
+                 : device_type == kDLCPU ? workspace_arena::this_thread().free(ptr)
+                                         : -1;
+  if (rc != 0) {
     try {
-      set_last_error("TVMBackendFreeWorkspace: " + to_string(DLDevice{static_cast<DLDeviceType>(device_type), device_id}) +
-                     " workspace was not allocated by this thread");
+      set_last_error("TVMBackendFreeWorkspace: " + to_string(d) + " workspace was not allocated by this thread");
     } catch (...) {
     }
     return -1;

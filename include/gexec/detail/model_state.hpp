@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "../ndarray.hpp"
 #include "../plan.hpp"
 #include "../runtime.hpp"
+#include "run_context.hpp"
+#include "step_graph.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -45,7 +48,20 @@ struct model_state {
   std::shared_ptr<const void> source;
 
   [[nodiscard]] std::uint32_t input_entry(std::size_t index) const { return graph->entry_id(graph->arg_nodes[index], 0); }
-  [[nodiscard]] std::size_t storage_of(std::uint32_t eid) const { return static_cast<std::size_t>(graph->attrs.storage_id[eid]); }
+  /// The running executor's backends, for the hooks compiled code calls.
+  const detail::device_table* device_table = nullptr;
+
+  [[nodiscard]] std::size_t storage_of(std::uint32_t eid) const { return plan.entry_slot[eid]; }
+
+  /// The steps' dependency edges, made on first use (by a parallel execution policy).
+  [[nodiscard]] const step_graph& dependencies() const {
+    std::call_once(step_graph_once_, [&] { step_graph_ = std::make_unique<step_graph>(make_step_graph(graph, plan)); });
+    return *step_graph_;
+  }
+
+ private:
+  mutable std::once_flag step_graph_once_;
+  mutable std::unique_ptr<step_graph> step_graph_;
 };
 
 }  // namespace detail

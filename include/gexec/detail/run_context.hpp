@@ -9,18 +9,48 @@
 
 #include <dlpack/dlpack.h>
 
+#include <cstdint>
+
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
 
 class thread_pool;
 class env_registry;
 
+/// The device backends of the running executor, type-erased for the hooks: workspace
+/// for TVMBackendAllocWorkspace and set-device, by device.
+struct device_table {
+  void* (*alloc_workspace)(void* backends, DLDevice d, std::uint64_t bytes);  ///< throws; null if unserved
+  int (*free_workspace)(void* backends, DLDevice d, void* p) noexcept;         ///< -1: not served or not its
+  bool (*set_device)(void* backends, DLDevice d);                              ///< throws; false if unserved
+};
+
+template <class Backends>
+inline constexpr device_table device_table_for = {
+    [](void* b, DLDevice d, std::uint64_t bytes) -> void* {
+      void* p = nullptr;
+      static_cast<Backends*>(b)->visit(d.device_type, [&](auto& backend) { p = backend.alloc_workspace(d, bytes); });
+      return p;
+    },
+    [](void* b, DLDevice d, void* p) noexcept -> int {
+      int rc = -1;
+      try {
+        static_cast<Backends*>(b)->visit(d.device_type, [&](auto& backend) { rc = backend.free_workspace(d, p); });
+      } catch (...) {
+      }
+      return rc;
+    },
+    [](void* b, DLDevice d) { return static_cast<Backends*>(b)->visit(d.device_type, [&](auto& backend) { backend.set_device(d); }); },
+};
+
 struct run_context {
   thread_pool* pool = nullptr;       ///< serves TVMBackendParallelLaunch
   const env_registry* env = nullptr; ///< serves TVMBackendGetFuncFromEnv and calls through its handles
   const void* executor = nullptr;
-  DLDevice device{kDLCPU, 0};
-  void* stream = nullptr;
+  void* backends = nullptr;          ///< the executor's backends<...>, through `devices`
+  const device_table* devices = nullptr;
+  DLDevice device{kDLCPU, 0};        ///< the device the running step is on
+  void* stream = nullptr;            ///< the executor's stream_type object for `device`
 };
 
 /// The context of this thread, or nullptr outside run() (then the process default

@@ -1,0 +1,139 @@
+#pragma once
+// The dependency edges between the steps of a plan, for execution policies that run
+// steps out of order. Step b depends on step a when
+//   - b reads what a writes (data),
+//   - b's node names a's node in control_deps,
+//   - b writes memory that a value written or read by a occupied before (storage
+//     reuse: the planner gave two values with disjoint lifetimes the same bytes, so b
+//     must wait until every reader of the earlier value is done).
+// Made once per model, on first use.
+
+#include "../config.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "../graph.hpp"
+#include "../plan.hpp"
+
+GEXEC_NAMESPACE_BEGIN
+
+/// Which steps must finish before which: what an execution policy may reorder within.
+struct step_graph {
+  std::vector<std::uint32_t> num_preds;   ///< per step
+  std::vector<std::uint32_t> succ_begin;  ///< CSR of successors, per step
+  std::vector<std::uint32_t> succ;
+  std::uint32_t width = 1;                ///< the most steps on one level of the longest-path layering
+};
+
+namespace detail {
+
+/// Whether the union of `parts` covers [lo, hi); sorts `parts`.
+inline bool covers(std::vector<std::pair<std::uint64_t, std::uint64_t>>& parts, std::uint64_t lo, std::uint64_t hi) {
+  std::sort(parts.begin(), parts.end());
+  for (const auto& [a, b] : parts) {
+    if (a > lo) return false;
+    lo = std::max(lo, b);
+    if (lo >= hi) return true;
+  }
+  return lo >= hi;
+}
+
+inline step_graph make_step_graph(const graph& g, const plan& p) {
+  const auto n_steps = static_cast<std::uint32_t>(p.step_node.size());
+  constexpr std::uint32_t none = UINT32_MAX;
+  std::vector<std::uint32_t> step_of_node(g.nodes.size(), none);
+  for (std::uint32_t k = 0; k < n_steps; ++k) step_of_node[p.step_node[k]] = k;
+
+  // Per value: the step writing it and the steps reading it (CSR).
+  const std::size_t n_values = p.values.values.size();
+  std::vector<std::uint32_t> writer(n_values, none);
+  std::vector<std::uint32_t> readers_begin(n_values + 1, 0), readers;
+  for (std::uint32_t k = 0; k < n_steps; ++k) {
+    const std::uint32_t nid = p.step_node[k];
+    for (std::uint32_t o = 0; o < g.nodes[nid].num_outputs; ++o) {
+      const std::uint32_t e = g.entry_id(nid, o);
+      if (p.alias_root[e] == e) writer[p.value_of[e]] = k;
+    }
+    for (const node_entry& in : g.nodes[nid].inputs) ++readers_begin[p.value_of[g.entry_id(in)] + 1];
+  }
+  for (std::size_t v = 0; v < n_values; ++v) readers_begin[v + 1] += readers_begin[v];
+  readers.resize(readers_begin.back());
+  {
+    std::vector<std::uint32_t> fill(readers_begin.begin(), readers_begin.end() - 1);
+    for (std::uint32_t k = 0; k < n_steps; ++k)
+      for (const node_entry& in : g.nodes[p.step_node[k]].inputs) readers[fill[p.value_of[g.entry_id(in)]]++] = k;
+  }
+
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
+  auto edge = [&](std::uint32_t from, std::uint32_t to) {
+    if (from != none && to != none && from != to) edges.emplace_back(from, to);
+  };
+  for (std::uint32_t k = 0; k < n_steps; ++k) {
+    const node& n = g.nodes[p.step_node[k]];
+    for (const node_entry& in : n.inputs) edge(writer[p.value_of[g.entry_id(in)]], k);
+    for (std::uint32_t dep : n.control_deps) {
+      if (step_of_node[dep] != none) {
+        edge(step_of_node[dep], k);
+      } else {  // a node without a step (an input, an aliasing __nop): what it stands for
+        for (const node_entry& in : g.nodes[dep].inputs) edge(writer[p.value_of[g.entry_id(in)]], k);
+      }
+    }
+  }
+
+  // Storage reuse: per slot, the values in order of their first step; a value's writer
+  // waits for the readers (and the writer) of each earlier value sharing its bytes.
+  // Scanning back, an earlier value whose bytes are covered by a later one already
+  // waited on is ordered before it, and needs no edge of its own.
+  const storage_problem& sp = p.values;
+  std::vector<std::vector<std::uint32_t>> by_slot(p.storage.size());
+  for (std::uint32_t v = 0; v < n_values; ++v)
+    if (!sp.values[v].is_input) by_slot[p.entry_slot[sp.values[v].root]].push_back(v);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> covered;
+  for (auto& members : by_slot) {
+    std::sort(members.begin(), members.end(), [&](std::uint32_t a, std::uint32_t b) { return sp.values[a].first < sp.values[b].first; });
+    for (std::size_t i = 1; i < members.size(); ++i) {
+      const std::uint32_t v = members[i];
+      const std::uint64_t lo = p.entry_offset[sp.values[v].root], hi = lo + std::max<std::uint64_t>(sp.values[v].bytes, 1);
+      covered.clear();
+      for (std::size_t j = i; j-- > 0 && !covers(covered, lo, hi);) {
+        const std::uint32_t u = members[j];
+        const std::uint64_t ulo = std::max(lo, p.entry_offset[sp.values[u].root]);
+        const std::uint64_t uhi = std::min(hi, p.entry_offset[sp.values[u].root] + std::max<std::uint64_t>(sp.values[u].bytes, 1));
+        if (ulo >= uhi) continue;
+        const bool hidden = std::any_of(covered.begin(), covered.end(), [&](const auto& c) { return c.first <= ulo && uhi <= c.second; });
+        if (hidden) continue;
+        edge(writer[u], writer[v]);
+        for (std::uint32_t r = readers_begin[u]; r < readers_begin[u + 1]; ++r) edge(readers[r], writer[v]);
+        covered.emplace_back(ulo, uhi);
+      }
+    }
+  }
+
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  step_graph sg;
+  sg.num_preds.assign(n_steps, 0);
+  sg.succ_begin.assign(n_steps + 1, 0);
+  for (const auto& [from, to] : edges) {
+    ++sg.num_preds[to];
+    ++sg.succ_begin[from + 1];
+  }
+  for (std::uint32_t k = 0; k < n_steps; ++k) sg.succ_begin[k + 1] += sg.succ_begin[k];
+  sg.succ.resize(edges.size());
+  for (std::size_t i = 0; i < edges.size(); ++i) sg.succ[i] = edges[i].second;  // edges are sorted by source
+
+  // Width: steps per level of the longest path from a source (edges go forward in step order).
+  std::vector<std::uint32_t> level(n_steps, 0), per_level;
+  for (std::uint32_t k = 0; k < n_steps; ++k) {
+    for (std::uint32_t i = sg.succ_begin[k]; i < sg.succ_begin[k + 1]; ++i) level[sg.succ[i]] = std::max(level[sg.succ[i]], level[k] + 1);
+    if (level[k] >= per_level.size()) per_level.resize(level[k] + 1, 0);
+    sg.width = std::max(sg.width, ++per_level[level[k]]);
+  }
+  return sg;
+}
+
+}  // namespace detail
+GEXEC_NAMESPACE_END

@@ -1,0 +1,71 @@
+#pragma once
+// node_timer: wall time per node, summed over the runs it observed, like the per-op
+// table of TVM's debug executor.
+//
+//   gexec::node_timer timer(ex.get_graph());
+//   for (int i = 0; i < 10; ++i) ex.run(timer);
+//   for (const auto& n : timer.report()) std::printf("%s %.3f us\n", n.name.c_str(), n.mean_us);
+
+#include "../config.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../graph.hpp"
+#include "observer.hpp"
+
+GEXEC_NAMESPACE_BEGIN
+
+class node_timer {
+ public:
+  struct node_time {
+    std::uint32_t node_id;
+    std::string name;
+    std::string func_name;
+    std::uint64_t calls;
+    double total_us;
+    double mean_us;
+  };
+
+  explicit node_timer(const graph& g) : graph_(&g), per_node_(g.nodes.size()) {}
+
+  void before(const step_event& e) noexcept { per_node_[e.node_id].start = clock::now(); }
+  void after(const step_event& e) noexcept {
+    slot& s = per_node_[e.node_id];
+    s.total += clock::now() - s.start;
+    ++s.calls;
+  }
+
+  /// Nodes that ran, slowest first.
+  [[nodiscard]] std::vector<node_time> report() const {
+    std::vector<node_time> out;
+    for (std::uint32_t nid = 0; nid < per_node_.size(); ++nid) {
+      const slot& s = per_node_[nid];
+      if (s.calls == 0) continue;
+      const double us = std::chrono::duration<double, std::micro>(s.total).count();
+      out.push_back({nid, graph_->nodes[nid].name, graph_->nodes[nid].func_name, s.calls, us, us / static_cast<double>(s.calls)});
+    }
+    std::stable_sort(out.begin(), out.end(), [](const node_time& a, const node_time& b) { return a.total_us > b.total_us; });
+    return out;
+  }
+  void reset() noexcept {
+    for (slot& s : per_node_) s = slot{};
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  // One cache line per node: steps of different nodes may be timed on different threads.
+  struct alignas(64) slot {
+    clock::time_point start{};
+    clock::duration total{};
+    std::uint64_t calls = 0;
+  };
+  const graph* graph_;
+  std::vector<slot> per_node_;
+};
+static_assert(step_observer<node_timer>);
+
+GEXEC_NAMESPACE_END

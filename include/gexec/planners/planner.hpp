@@ -1,0 +1,178 @@
+#pragma once
+// The storage-planner policy: where each tensor of the graph lives.
+//
+// The plan hands the planner one `storage_value` per alias group (an entry with the
+// __nop reshapes of it: one piece of data): its device, its size, TVM's storage id and
+// the steps during which it must keep its bytes. Time is the node index of the graph,
+// which is its execution order. The planner answers with storage slots (each one
+// allocation per executor, or one parameter/input buffer) and, per value, a slot and a
+// byte offset in it. Values whose lifetimes overlap must not overlap in memory; the
+// plan checks every answer, so a wrong planner is an error at model creation, never a
+// silently wrong run.
+//
+//   struct my_planner {
+//     gexec::storage_assignment plan(const gexec::storage_problem& p) const;
+//   };
+
+#include "../config.hpp"
+
+#include <dlpack/dlpack.h>
+
+#include <algorithm>
+#include <concepts>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../detail/shape.hpp"
+#include "../device.hpp"
+#include "../error.hpp"
+
+GEXEC_NAMESPACE_BEGIN
+
+/// How an executor gets the memory of a storage slot.
+enum class storage_kind : std::uint8_t {
+  unused,      ///< no value lives there
+  activation,  ///< allocated when the executor is made
+  input,       ///< holds only graph inputs (parameters included): allocated on first
+               ///< use, so inputs bound zero-copy or to shared parameters take nothing
+};
+
+struct storage_slot {
+  DLDevice device{kDLCPU, 0};
+  std::uint64_t bytes = 0;
+  storage_kind kind = storage_kind::unused;
+};
+
+/// The last step of a value that must survive the run: graph inputs (parameters
+/// included) and outputs, which callers may read or bind zero-copy.
+inline constexpr std::uint32_t pinned_to_end = std::numeric_limits<std::uint32_t>::max();
+
+/// One alias group: a tensor and the __nop reshapes of it.
+struct storage_value {
+  std::uint32_t root = 0;         ///< its root entry
+  DLDevice device{kDLCPU, 0};
+  std::uint64_t bytes = 0;        ///< the largest entry of the group
+  std::int64_t storage_id = 0;    ///< TVM's storage id for it
+  std::uint32_t first = 0;        ///< node that writes it (0 for graph inputs)
+  std::uint32_t last = 0;         ///< last node that reads it, or pinned_to_end
+  bool is_input = false;          ///< a graph input or parameter (arg node)
+  bool is_output = false;         ///< a graph output
+};
+
+struct storage_problem {
+  std::vector<storage_value> values;
+  std::size_t num_storage_ids = 0;  ///< TVM's storage ids are 0 .. num_storage_ids - 1
+  std::uint32_t num_nodes = 0;
+};
+
+struct storage_assignment {
+  std::vector<storage_slot> slots;
+  std::vector<std::uint32_t> slot;    ///< per value
+  std::vector<std::uint64_t> offset;  ///< per value: bytes into its slot, a multiple of 64
+};
+
+template <class P>
+concept storage_planner = requires(const P& planner, const storage_problem& problem) {
+  { planner.plan(problem) } -> std::same_as<storage_assignment>;
+};
+
+/// Bytes a slot takes in an arena: at least one 64-byte unit.
+[[nodiscard]] inline std::uint64_t arena_bytes(std::uint64_t bytes) noexcept { return detail::align_up(bytes == 0 ? 1 : bytes, 64); }
+
+/// The three figures of a plan, in bytes of activation storage (what every executor
+/// allocates; inputs and parameters are not counted).
+struct storage_figures {
+  std::uint64_t as_compiled = 0;  ///< one buffer per TVM storage id
+  std::uint64_t planned = 0;      ///< what the planner chose
+  std::uint64_t lower_bound = 0;  ///< the largest total of live values at any step, per device, summed
+};
+
+/// Per device, the largest total of activation values (64-byte units) live at one step.
+[[nodiscard]] inline std::uint64_t liveness_lower_bound(const storage_problem& p) {
+  struct event {
+    std::uint32_t time;
+    int order;  // starts before ends at one time: both are live at that step
+    std::uint64_t bytes;
+  };
+  std::vector<DLDevice> devices;
+  for (const storage_value& v : p.values)
+    if (!v.is_input && std::none_of(devices.begin(), devices.end(), [&](DLDevice d) { return same_device(d, v.device); }))
+      devices.push_back(v.device);
+  std::uint64_t total = 0;
+  for (DLDevice d : devices) {
+    std::vector<event> events;
+    for (const storage_value& v : p.values)
+      if (!v.is_input && same_device(v.device, d)) {
+        events.push_back({v.first, 0, arena_bytes(v.bytes)});
+        if (v.last != pinned_to_end) events.push_back({v.last, 1, arena_bytes(v.bytes)});
+      }
+    std::sort(events.begin(), events.end(), [](const event& a, const event& b) { return std::pair(a.time, a.order) < std::pair(b.time, b.order); });
+    std::uint64_t live = 0, peak = 0;
+    for (const event& e : events) {
+      if (e.order == 0) peak = std::max(peak, live += e.bytes);
+      else live -= e.bytes;
+    }
+    total += peak;
+  }
+  return total;
+}
+
+/// Bytes of activation slots in an assignment.
+[[nodiscard]] inline std::uint64_t activation_bytes(const storage_assignment& a) {
+  std::uint64_t total = 0;
+  for (const storage_slot& s : a.slots)
+    if (s.kind == storage_kind::activation) total += arena_bytes(s.bytes);
+  return total;
+}
+
+namespace detail {
+
+/// Throws unless `a` is a sound answer to `p`: every value in a slot on its device and
+/// inside it, inputs only in input slots, and no two values that are live at one step
+/// sharing a byte.
+inline void check_assignment(const storage_problem& p, const storage_assignment& a, const std::string& planner) {
+  auto fail = [&](const std::string& why) { throw error(errc::invalid_graph, "storage plan (" + planner + "): " + why); };
+  const std::size_t n = p.values.size();
+  if (a.slot.size() != n || a.offset.size() != n) fail("it places " + std::to_string(a.slot.size()) + " of " + std::to_string(n) + " values");
+  auto name = [&](std::size_t i) {
+    return "entry " + std::to_string(p.values[i].root) + " (storage id " + std::to_string(p.values[i].storage_id) + ")";
+  };
+  std::vector<std::vector<std::uint32_t>> by_slot(a.slots.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const storage_value& v = p.values[i];
+    if (a.slot[i] >= a.slots.size()) fail(name(i) + " is in no slot");
+    const storage_slot& s = a.slots[a.slot[i]];
+    if (!same_device(s.device, v.device)) fail(name(i) + " is on " + to_string(v.device) + " but its storage is on " + to_string(s.device));
+    if (a.offset[i] % 64 != 0 || a.offset[i] > s.bytes || v.bytes > s.bytes - a.offset[i]) fail(name(i) + " does not fit its storage");
+    if (s.kind == storage_kind::unused || (s.kind == storage_kind::input) != v.is_input)
+      fail(name(i) + (v.is_input ? " is a graph input in activation storage" : " is computed into input storage"));
+    by_slot[a.slot[i]].push_back(static_cast<std::uint32_t>(i));
+  }
+  // Per slot, a sweep over time: the values still live when a value is written must not share its bytes.
+  std::vector<std::uint32_t> live;
+  for (auto& members : by_slot) {
+    std::sort(members.begin(), members.end(), [&](std::uint32_t x, std::uint32_t y) { return p.values[x].first < p.values[y].first; });
+    live.clear();
+    for (std::uint32_t i : members) {
+      const storage_value& v = p.values[i];
+      std::erase_if(live, [&](std::uint32_t j) { return p.values[j].last < v.first; });
+      for (std::uint32_t j : live) {
+        const std::uint64_t lo = std::max(a.offset[i], a.offset[j]);
+        const std::uint64_t hi = std::min(a.offset[i] + std::max<std::uint64_t>(v.bytes, 1), a.offset[j] + std::max<std::uint64_t>(p.values[j].bytes, 1));
+        if (lo < hi) {
+          const storage_value& u = p.values[j];
+          fail(name(i) + " and " + name(j) + " share memory while both are live" +
+               (u.is_input && v.is_input ? " (two graph inputs)" : ""));
+        }
+      }
+      live.push_back(i);
+    }
+  }
+}
+
+}  // namespace detail
+
+GEXEC_NAMESPACE_END
