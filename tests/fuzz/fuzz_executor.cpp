@@ -77,7 +77,7 @@ struct recording_cpu_backend : gexec::cpu_backend {
     live[reinterpret_cast<std::uintptr_t>(p)] = bytes;
     return p;
   }
-  void free(DLDevice device, void* p) {
+  void free(DLDevice device, void* p) noexcept {
     live.erase(reinterpret_cast<std::uintptr_t>(p));
     gexec::cpu_backend::free(device, p);
   }

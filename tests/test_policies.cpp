@@ -1,0 +1,503 @@
+// The policy slots: one executor suite written once and run over every device-backend
+// set, storage planner and execution policy; then what each slot promises on its own
+// (emulated devices, planner checks, dependency order, observers).
+
+#include "test_support.hpp"
+
+#include <gexec/executor.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <set>
+#include <type_traits>
+#include <vector>
+
+using test::contains;
+using test::error_of;
+using test::tensor;
+using test::values_of;
+
+namespace {
+
+using host = gexec::backends<gexec::cpu_backend>;
+using hetero = gexec::backends<gexec::cpu_backend, gexec::emulated_backend<>>;
+
+template <class B, class P, class E>
+struct config {
+  using backends = B;
+  using planner = P;
+  using policy = E;
+  static constexpr bool heterogeneous = std::is_same_v<B, hetero>;
+};
+
+constexpr std::int64_t n = 64;
+
+float* data_of(const DLTensor& t) { return static_cast<float*>(t.data); }
+
+void expect_device(const DLTensor& t, int type, const char* kernel) {
+  if (t.device.device_type != type)
+    throw std::runtime_error(std::string(kernel) + ": tensor on device type " + std::to_string(t.device.device_type));
+}
+
+/// Elementwise kernels over `n` floats, each checking the device it runs on.
+gexec::registry kernels() {
+  gexec::registry r;
+  r.add("add1", [](gexec::packed_args a) {
+    expect_device(a.tensor(0), kDLCPU, "add1");
+    for (std::int64_t i = 0; i < n; ++i) data_of(a.tensor(1))[i] = data_of(a.tensor(0))[i] + 1;
+  });
+  r.add("scale2", [](gexec::packed_args a) {
+    expect_device(a.tensor(0), kDLCPU, "scale2");
+    if (data_of(a.tensor(0))[0] < -1000) throw std::runtime_error("scale2: input out of range");
+    for (std::int64_t i = 0; i < n; ++i) data_of(a.tensor(1))[i] = data_of(a.tensor(0))[i] * 2;
+  });
+  r.add("add", [](gexec::packed_args a) {
+    for (int k = 0; k < 3; ++k) expect_device(a.tensor(k), kDLCPU, "add");
+    for (std::int64_t i = 0; i < n; ++i) data_of(a.tensor(2))[i] = data_of(a.tensor(0))[i] + data_of(a.tensor(1))[i];
+  });
+  // On the emulated device, with workspace from that device's backend.
+  r.add("ext_add1", [](gexec::packed_args a) {
+    expect_device(a.tensor(0), gexec::emulated_device_type, "ext_add1");
+    expect_device(a.tensor(1), gexec::emulated_device_type, "ext_add1");
+    auto* ws = static_cast<float*>(gexec::detail::backend_alloc_workspace(gexec::emulated_device_type, 0, n * 4, kDLFloat, 32));
+    if (!ws) throw std::runtime_error("ext_add1: no workspace: " + gexec::detail::take_last_error());
+    for (std::int64_t i = 0; i < n; ++i) ws[i] = data_of(a.tensor(0))[i] + 1;
+    for (std::int64_t i = 0; i < n; ++i) data_of(a.tensor(1))[i] = ws[i];
+    if (gexec::detail::backend_free_workspace(gexec::emulated_device_type, 0, ws) != 0) throw std::runtime_error("ext_add1: free failed");
+  });
+  return r;
+}
+
+/// x -> a -> (b1 -> b2 -> reshape -> r1 -> reshape) + (c1 -> c2) = d; e = d + p; f = 2x.
+/// The two branches are independent; r1 reuses b1's storage id and, on the host, c1
+/// does too (a storage-reuse hazard between branches). Heterogeneously the second
+/// branch runs on the emulated device between two __copy steps.
+gexec::validated_graph branches_graph(bool heterogeneous) {
+  gexec::graph_builder b;
+  const auto f32 = gexec::dtypes::float32;
+  auto x = b.input("x", {n});
+  auto p = b.input("p", {n});
+  auto a = b.op("a", "add1", {x}, {{{n}}});
+  auto b1 = b.op("b1", "scale2", {a}, {{{n}}});  // entry 3, storage id 3
+  auto b2 = b.op("b2", "scale2", {b1}, {{{n}}});
+  gexec::node_entry c;
+  if (heterogeneous) {
+    const int ext = gexec::emulated_device_type;
+    auto c0 = b.copy("to_ext", a, ext);  // entry 5
+    auto c1 = b.op("c1", "ext_add1", {c0}, {{{n}, f32, ext}});
+    auto c2 = b.op("c2", "ext_add1", {c1}, {{{n}, f32, ext, 5}});
+    c = b.copy("to_host", c2, kDLCPU);
+  } else {
+    auto c1 = b.op("c1", "add1", {a}, {{{n}, f32, 0, 3}});
+    c = b.op("c2", "add1", {c1}, {{{n}}});
+  }
+  auto r = b.nop("r", b2, {8, 8});
+  auto r1 = b.op("r1", "add1", {r}, {{{8, 8}, f32, 0, 3}});
+  auto r2 = b.nop("r2", r1, {n});
+  auto d = b.op("d", "add", {r2, c}, {{{n}}});
+  auto e = b.op("e", "add", {d, p}, {{{n}}});
+  auto f = b.op("f", "scale2", {x}, {{{n}}});
+  b.output(d);
+  b.output(e);
+  b.output(f);
+  return b.build();
+}
+
+struct expected {
+  std::vector<float> d, e, f;
+};
+expected compute(const std::vector<float>& x, const std::vector<float>& p) {
+  expected out;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float a = x[i] + 1;
+    out.d.push_back((a * 4 + 1) + (a + 2));
+    out.e.push_back(out.d.back() + p[i]);
+    out.f.push_back(x[i] * 2);
+  }
+  return out;
+}
+
+template <class C>
+using model_of = gexec::basic_model<typename C::backends, gexec::pool_allocator, gexec::registry, typename C::planner>;
+
+template <class C>
+struct fixture {
+  std::shared_ptr<gexec::emulated_stats> stats = std::make_shared<gexec::emulated_stats>();
+  std::vector<float> p = test::iota(n, 0.5f, 0.25f);
+  model_of<C> model = make();
+
+  model_of<C> make() {
+    gexec::param_dict params;
+    params.set("p", tensor({n}, p));
+    if constexpr (C::heterogeneous)
+      return model_of<C>(branches_graph(true), kernels(), params, gexec::detail::on_devices({gexec::cpu(), gexec::emulated()}),
+                         hetero(gexec::cpu_backend{}, gexec::emulated_backend<>(stats)));
+    else
+      return model_of<C>(branches_graph(false), kernels(), params);
+  }
+};
+
+/// Records the order of hooks: one sequence number before and after each step.
+struct order_recorder {
+  std::mutex mu;
+  std::atomic<int> clock{0};
+  std::vector<int> started, finished;
+  std::vector<int> times_run;
+  explicit order_recorder(std::size_t steps) : started(steps, -1), finished(steps, -1), times_run(steps, 0) {}
+  void before(const gexec::step_event& e) {
+    std::lock_guard g(mu);
+    started[e.step] = clock++;
+    ++times_run[e.step];
+  }
+  void after(const gexec::step_event& e) {
+    std::lock_guard g(mu);
+    finished[e.step] = clock++;
+  }
+};
+
+}  // namespace
+
+#define GEXEC_CONFIGS                                                                                              \
+  config<host, gexec::as_compiled, gexec::sequential>, config<host, gexec::as_compiled, gexec::parallel_branches>, \
+      config<host, gexec::liveness, gexec::sequential>, config<host, gexec::liveness, gexec::parallel_branches>,   \
+      config<hetero, gexec::as_compiled, gexec::sequential>, config<hetero, gexec::as_compiled, gexec::parallel_branches>, \
+      config<hetero, gexec::liveness, gexec::sequential>, config<hetero, gexec::liveness, gexec::parallel_branches>
+
+TEST_CASE_TEMPLATE("every policy computes the same outputs as plain arithmetic", C, GEXEC_CONFIGS) {
+  fixture<C> fx;
+  auto ex = fx.model.instantiate();
+  for (int round = 0; round < 3; ++round) {
+    const auto x = test::iota(n, static_cast<float>(round) - 3.0f, 0.5f);
+    ex.set_input("x", tensor({n}, x));
+    ex.run(typename C::policy{});
+    const expected want = compute(x, fx.p);
+    CHECK(values_of(ex.get_output(0)) == want.d);
+    CHECK(values_of(ex.get_output(1)) == want.e);
+    CHECK(values_of(ex.get_output(2)) == want.f);
+  }
+  // A second executor of the model computes independently of the first.
+  auto other = fx.model.instantiate();
+  const auto x2 = test::iota(n, 100.0f);
+  other.set_input("x", tensor({n}, x2));
+  other.run(typename C::policy{});
+  CHECK(values_of(other.get_output(1)) == compute(x2, fx.p).e);
+  CHECK(values_of(ex.get_output(1)) == compute(test::iota(n, -1.0f, 0.5f), fx.p).e);
+}
+
+TEST_CASE_TEMPLATE("zero-copy inputs and outputs under every policy", C, GEXEC_CONFIGS) {
+  fixture<C> fx;
+  auto ex = fx.model.instantiate();
+  const auto x = test::iota(n, 2.0f);
+  auto in = tensor({n}, x);
+  auto out = gexec::ndarray::empty({n}, gexec::dtypes::float32);
+  ex.set_input_zero_copy("x", in);
+  ex.set_output_zero_copy(0, out);
+  ex.run(typename C::policy{});
+  CHECK(values_of(out) == compute(x, fx.p).d);
+  CHECK(values_of(in) == x);  // nothing computed over the caller's input
+  CHECK(values_of(ex.get_output(2)) == compute(x, fx.p).f);
+}
+
+TEST_CASE_TEMPLATE("observers see every step once, after the steps it depends on", C, GEXEC_CONFIGS) {
+  fixture<C> fx;
+  auto ex = fx.model.instantiate();
+  ex.set_input("x", tensor({n}, test::iota(n)));
+  const auto steps = fx.model.plan().step_node.size();
+  order_recorder rec(steps);
+  ex.run(typename C::policy{}, rec);
+  const gexec::step_graph& deps = ex.get_model_state()->dependencies();
+  for (std::size_t k = 0; k < steps; ++k) {
+    CHECK(rec.times_run[k] == 1);
+    for (std::uint32_t i = deps.succ_begin[k]; i < deps.succ_begin[k + 1]; ++i) CHECK(rec.finished[k] < rec.started[deps.succ[i]]);
+  }
+  // The data edges of the graph are among the dependencies: d after both branches.
+  CHECK(deps.width >= 2);
+  gexec::node_timer timer(ex.get_graph());
+  ex.run(typename C::policy{}, timer);
+  ex.run(typename C::policy{}, timer);
+  const auto report = timer.report();
+  CHECK(report.size() == steps);
+  for (const auto& r : report) CHECK(r.calls == 2);
+}
+
+TEST_CASE_TEMPLATE("a failing kernel names its node and leaves the executor usable", C, GEXEC_CONFIGS) {
+  fixture<C> fx;
+  auto ex = fx.model.instantiate();
+  auto bad = test::iota(n, -5000.0f);
+  ex.set_input("x", tensor({n}, bad));
+  auto e = error_of([&] { ex.run(typename C::policy{}); });
+  CHECK(e.code() == gexec::errc::kernel_failed);
+  CHECK(contains(e, "scale2: input out of range"));
+  const auto x = test::iota(n, 1.0f);
+  ex.set_input("x", tensor({n}, x));
+  ex.run(typename C::policy{});
+  CHECK(values_of(ex.get_output(1)) == compute(x, fx.p).e);
+  // debug_get_output runs up to a node and reads that entry.
+  auto a = ex.debug_get_output("a");
+  CHECK(values_of(a) == test::iota(n, 2.0f));
+}
+
+TEST_CASE_TEMPLATE("the planner's storage: never above the compiled plan, never below the bound", C, GEXEC_CONFIGS) {
+  fixture<C> fx;
+  const gexec::storage_figures& s = fx.model.storage();
+  CHECK(s.planned <= s.as_compiled);
+  CHECK(s.lower_bound <= s.planned);
+  if constexpr (std::is_same_v<typename C::planner, gexec::liveness>) CHECK(s.planned < s.as_compiled);
+  else CHECK(s.planned == s.as_compiled);
+  auto ex = fx.model.instantiate();
+  if constexpr (C::heterogeneous) {
+    // Storage on both devices, one stream per device, freed with the last owner.
+    auto& dev = (*fx.stats)[0];
+    CHECK(dev.allocations.load() >= 1);
+    CHECK(dev.streams.load() == 1);
+    const long before_to_device = dev.to_device, before_to_host = dev.to_host;
+    ex.set_input("x", tensor({n}, test::iota(n)));
+    ex.run(typename C::policy{});
+    CHECK(dev.to_device - before_to_device == 1);
+    CHECK(dev.to_host - before_to_host == 1);
+    CHECK(dev.workspaces.load() == 0);
+    CHECK(dev.set_device.load() >= 1);
+    CHECK(dev.synchronizations.load() >= 1);
+  }
+}
+
+TEST_CASE("emulated devices: storage on the device id given, all of it returned") {
+  auto stats = std::make_shared<gexec::emulated_stats>();
+  {
+    gexec::basic_model<hetero, gexec::pool_allocator, gexec::registry> m(
+        branches_graph(true), kernels(), gexec::detail::on_devices({gexec::cpu(), gexec::emulated(1)}),
+        hetero(gexec::cpu_backend{}, gexec::emulated_backend<>(stats)));
+    auto a = m.instantiate(), b = m.instantiate();
+    CHECK((*stats)[1].allocations.load() == 2);  // one arena per executor on emulated:1
+    CHECK((*stats)[1].streams.load() == 2);
+    CHECK((*stats)[0].allocations.load() == 0);
+    // ext_add1 asks for workspace on emulated:0 while running on emulated:1: the backend serves both ids.
+    a.set_input("x", tensor({n}, test::iota(n)));
+    a.set_input("p", tensor({n}, test::iota(n)));
+    a.run();
+    CHECK((*stats)[1].to_device.load() == 1);
+    // An entry on the device reads back through the backend; zero-copy there needs a tensor on that device.
+    auto host_buffer = tensor({n}, test::iota(n));
+    std::vector<std::int64_t> shape{n};
+    DLTensor on_device{host_buffer.data(), gexec::emulated(1), 1, gexec::dtypes::float32, shape.data(), nullptr, 0};
+    auto e = error_of([&] { a.set_output_zero_copy(0, gexec::ndarray::view(on_device, host_buffer.storage_owner())); });
+    CHECK(e.code() == gexec::errc::device_mismatch);
+  }
+  CHECK((*stats)[1].allocations.load() == 0);
+  CHECK((*stats)[1].bytes.load() == 0);
+  CHECK((*stats)[1].streams.load() == 0);
+}
+
+TEST_CASE("a graph naming a device no backend serves is an error at creation") {
+  auto e = error_of([&] { (void)gexec::basic_model(branches_graph(true), kernels(), gexec::detail::on_devices({gexec::cpu()})); });
+  CHECK(e.code() == gexec::errc::device_mismatch);
+  CHECK(contains(e, "ext_dev"));
+  e = error_of([&] { (void)gexec::basic_model(branches_graph(false), kernels(), gexec::detail::on_devices({gexec::cpu(), gexec::emulated()})); });
+  CHECK(e.code() == gexec::errc::device_mismatch);
+  CHECK(contains(e, "no backend serves ext_dev:0"));
+}
+
+TEST_CASE("inconsistent storage plans are errors at creation, whatever the planner") {
+  gexec::registry r = kernels();
+  auto plan_error = [&](gexec::validated_graph g) {
+    auto e = error_of([&] { (void)gexec::basic_model(g, r); });
+    CHECK(e.code() == gexec::errc::invalid_graph);
+    return e;
+  };
+  const auto f32 = gexec::dtypes::float32;
+  {  // two inputs on one storage id
+    gexec::graph_builder b;
+    auto x = b.input("x", {n});
+    auto y = b.input("y", {n});
+    auto s = b.op("s", "add", {x, y}, {{{n}}});
+    b.output(s);
+    gexec::graph g = *b.build();
+    g.attrs.storage_id[1] = 0;
+    CHECK(contains(plan_error(gexec::validate(g)), "share memory while both are live (two graph inputs)"));
+  }
+  {  // a parameter sharing storage with a later intermediate
+    gexec::graph_builder b;
+    auto x = b.input("x", {n});
+    auto w = b.input("w", {n});
+    auto s = b.op("s", "add1", {x}, {{{n}, f32, 0, 1}});
+    auto t = b.op("t", "add", {s, w}, {{{n}}});
+    b.output(t);
+    CHECK(contains(plan_error(b.build()), "is a graph input in activation storage"));
+  }
+  {  // two intermediates live at once on one storage id
+    gexec::graph_builder b;
+    auto x = b.input("x", {n});
+    auto s = b.op("s", "add1", {x}, {{{n}, f32, 0, 1}});
+    auto t = b.op("t", "add1", {s}, {{{n}, f32, 0, 1}});
+    auto u = b.op("u", "add", {s, t}, {{{n}}});
+    b.output(u);
+    CHECK(contains(plan_error(b.build()), "share memory while both are live"));
+  }
+}
+
+namespace {
+/// A planner as a user would write one: every value in one slot per device, one after
+/// another (no reuse at all). And a wrong one, which puts everything at offset 0.
+struct back_to_back {
+  gexec::storage_assignment plan(const gexec::storage_problem& p) const {
+    gexec::storage_assignment a;
+    for (const gexec::storage_value& v : p.values) {
+      a.slot.push_back(static_cast<std::uint32_t>(a.slots.size()));
+      a.offset.push_back(0);
+      a.slots.push_back({v.device, v.bytes, v.is_input ? gexec::storage_kind::input : gexec::storage_kind::activation});
+    }
+    return a;
+  }
+};
+struct everything_at_zero {
+  gexec::storage_assignment plan(const gexec::storage_problem& p) const {
+    gexec::storage_assignment a = back_to_back{}.plan(p);
+    std::uint64_t biggest = 0;
+    for (const auto& v : p.values) biggest = std::max(biggest, v.bytes);
+    gexec::storage_slot arena{gexec::cpu(), biggest, gexec::storage_kind::activation};
+    for (std::size_t i = 0; i < p.values.size(); ++i)
+      if (!p.values[i].is_input) a.slot[i] = static_cast<std::uint32_t>(a.slots.size());
+    a.slots.push_back(arena);
+    return a;
+  }
+};
+}  // namespace
+
+TEST_CASE("a planner of one's own: checked, and run like the others") {
+  gexec::param_dict params;
+  const auto p = test::iota(n, 3.0f);
+  params.set("p", tensor({n}, p));
+  gexec::basic_model<host, gexec::pool_allocator, gexec::registry, back_to_back> mine(branches_graph(false), kernels(), params);
+  CHECK(mine.storage().planned > mine.storage().as_compiled);  // no reuse: more than TVM's plan
+  auto ex = mine.instantiate();
+  const auto x = test::iota(n, -2.0f);
+  ex.set_input("x", tensor({n}, x));
+  ex.run(gexec::parallel_branches{});
+  CHECK(values_of(ex.get_output(1)) == compute(x, p).e);
+  auto e = error_of([&] { (void)gexec::basic_model<host, gexec::pool_allocator, gexec::registry, everything_at_zero>(branches_graph(false), kernels(), params); });
+  CHECK(e.code() == gexec::errc::invalid_graph);
+  CHECK(contains(e, "storage plan (the planner)"));
+  CHECK(contains(e, "share memory while both are live"));
+}
+
+namespace {
+/// An execution policy of one's own: the dependency graph in reverse priority (of the
+/// ready steps, always the latest). Any order the edges allow gives the same outputs.
+struct latest_ready_first {
+  template <class Program>
+  void execute(Program& steps) const {
+    const gexec::step_graph& deps = steps.dependencies();
+    std::vector<std::uint32_t> pending(deps.num_preds);
+    std::set<std::uint32_t> ready;
+    for (std::uint32_t k = 0; k < steps.size(); ++k)
+      if (pending[k] == 0) ready.insert(k);
+    while (!ready.empty()) {
+      const std::uint32_t k = *ready.rbegin();
+      ready.erase(k);
+      steps.run_step(k);
+      for (std::uint32_t i = deps.succ_begin[k]; i < deps.succ_begin[k + 1]; ++i)
+        if (--pending[deps.succ[i]] == 0) ready.insert(deps.succ[i]);
+    }
+  }
+};
+}  // namespace
+
+TEST_CASE("an execution policy of one's own runs steps in any order the edges allow") {
+  static_assert(gexec::execution_policy<latest_ready_first>);
+  for (bool liveness : {false, true}) {
+    CAPTURE(liveness);
+    gexec::param_dict params;
+    const auto p = test::iota(n, 1.0f);
+    params.set("p", tensor({n}, p));
+    const auto x = test::iota(n, 7.0f, -0.5f);
+    auto check = [&](auto m) {
+      auto ex = m.instantiate();
+      ex.set_input("x", tensor({n}, x));
+      order_recorder rec(m.plan().step_node.size());
+      ex.run(latest_ready_first{}, rec);
+      CHECK(values_of(ex.get_output(0)) == compute(x, p).d);
+      CHECK(values_of(ex.get_output(1)) == compute(x, p).e);
+      CHECK(values_of(ex.get_output(2)) == compute(x, p).f);
+      // Out of order indeed: f (the last step) ran first, where its memory is its own
+      // (liveness reuses bytes of dead values for it: then it waits for their readers).
+      if (!liveness) CHECK(rec.started.back() == 0);
+      else CHECK(m.instantiate().get_model_state()->dependencies().num_preds.back() > 0);
+    };
+    if (liveness) check(gexec::basic_model<host, gexec::pool_allocator, gexec::registry, gexec::liveness>(branches_graph(false), kernels(), params));
+    else check(gexec::basic_model(branches_graph(false), kernels(), params));
+  }
+}
+
+TEST_CASE("control_deps order steps that share no data") {
+  std::atomic<int> clock{0};
+  std::atomic<int> first_done{-1}, second_start{-1};
+  gexec::registry r;
+  r.add("first", [&](gexec::packed_args) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    first_done = clock++;
+  });
+  r.add("second", [&](gexec::packed_args) { second_start = clock++; });
+  gexec::graph_builder b;
+  auto x = b.input("x", {n});
+  auto one = b.op("one", "first", {x}, {{{n}}});
+  auto two = b.op("two", "second", {x}, {{{n}}});
+  b.output(one);
+  b.output(two);
+  gexec::graph g = *b.build();
+  {
+    gexec::basic_model m(gexec::validate(g), r);
+    CHECK(m.instantiate().get_model_state()->dependencies().num_preds[1] == 0);  // independent without the edge
+  }
+  g.nodes[2].control_deps.push_back(1);
+  auto m = gexec::basic_model(gexec::validate(g), r, gexec::model_options{{gexec::cpu()}, gexec::runtime::create({.num_threads = 2})});
+  auto ex = m.instantiate();
+  for (int i = 0; i < 3; ++i) {
+    ex.run(gexec::parallel_branches{});
+    CHECK(first_done < second_start);
+  }
+  // A control dependency on a later node is not a graph.
+  g.nodes[1].control_deps.push_back(2);
+  auto e = error_of([&] { (void)gexec::validate(g); });
+  CHECK(e.code() == gexec::errc::invalid_graph);
+  CHECK(contains(e, "does not come before node 1"));
+}
+
+TEST_CASE("parallel branches of kernels that launch parallel work: no deadlock, same outputs") {
+  // Two branches of four test_parallel_heavy each (TVMBackendParallelLaunch inside).
+  gexec::graph_builder b;
+  auto x = b.input("x", {4096});
+  gexec::node_entry left = x, right = x;
+  for (int i = 0; i < 4; ++i) {
+    left = b.op("l" + std::to_string(i), "test_parallel_heavy", {left}, {{{4096}}});
+    right = b.op("r" + std::to_string(i), "test_parallel_heavy", {right}, {{{4096}}});
+  }
+  auto sum = b.op("sum", "test_add", {left, right}, {{{4096}}});
+  b.output(sum);
+  auto rt = gexec::runtime::create({.num_threads = 2});
+  gexec::basic_model m(b.build(), test::kernels(), gexec::model_options{{gexec::cpu()}, rt});
+  auto seq = m.instantiate(), par = m.instantiate();
+  const auto xs = test::iota(4096, -1.0f, 0.001f);
+  seq.set_input("x", tensor({4096}, xs));
+  par.set_input("x", tensor({4096}, xs));
+  seq.run();
+  for (int i = 0; i < 5; ++i) par.run(gexec::parallel_branches{});
+  CHECK(values_of(par.get_output(0)) == values_of(seq.get_output(0)));
+}
+
+TEST_CASE("run() without an observer is the plain loop; an observer is called around each step") {
+  gexec::basic_model m(branches_graph(false), kernels());
+  auto ex = m.instantiate();
+  ex.set_input("x", tensor({n}, test::iota(n)));
+  ex.set_input("p", tensor({n}, test::iota(n)));
+  struct counter {
+    int befores = 0, afters = 0;
+    void before(const gexec::step_event&) { ++befores; }
+    void after(const gexec::step_event&) { ++afters; }
+  } c;
+  ex.run(c);
+  CHECK(c.befores == static_cast<int>(m.plan().step_node.size()));
+  CHECK(c.afters == c.befores);
+  static_assert(sizeof(gexec::no_observer) == 1 && std::is_empty_v<gexec::no_observer>);
+}
