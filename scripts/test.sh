@@ -2,9 +2,9 @@
 # Builds gexec and runs its whole test suite: bash scripts/test.sh
 #
 # Stages, each timed:
-#   clang  clang 14, every test, plus the fuzz targets over their seeds under ASan+UBSan
+#   clang  clang 14, every test but conformance, packaging and compile-fail, plus the fuzz targets over their seeds under ASan+UBSan
 #   tsan   clang 14 with ThreadSanitizer, only the concurrency tests (CTest label tsan)
-#   gcc    g++ 12, every test, the TVM conformance suite and packaging tests included
+#   gcc    g++ 12, every test, the TVM conformance suite, packaging and compile-fail tests included
 #   bench  the benchmarks, printing their figures and ratios (plain and on one core)
 # Tests and gexec's own code build with -Wall -Wextra -Werror; users' builds get no -Werror.
 # ccache keeps rebuilds cheap when it is installed (scripts/deps.sh installs it).
@@ -34,14 +34,14 @@ configure() {  # configure DIR CC CXX [cmake args...]
 clang_stage() {
   configure "$build-clang" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_FUZZERS=ON
   cmake --build "$build-clang" -j "$jobs"
-  ctest --test-dir "$build-clang" --output-on-failure -j "$jobs" -LE "conformance|packaging"
+  ctest --test-dir "$build-clang" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail"
 }
 
 tsan_stage() {
   local flags=-fsanitize=thread
   configure "$build-tsan" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
-  cmake --build "$build-tsan" -j "$jobs" --target test_concurrency test_thread_pool test_runtime
+  cmake --build "$build-tsan" -j "$jobs" --target test_concurrency test_thread_pool test_runtime test_policies
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir "$build-tsan" --output-on-failure -L tsan
 }
 
@@ -60,6 +60,8 @@ bench_stage() {
   echo "-- the same on one core, with 2 threads asked for:"
   GEXEC_NUM_THREADS=2 taskset -c 0 "$b/gexec_bench_threads" --threads 2 $conformance
   "$b/gexec_bench_instances" $conformance
+  "$b/gexec_bench_planner" $conformance
+  "$b/gexec_bench_branches"
 }
 
 stage deps bash scripts/deps.sh
