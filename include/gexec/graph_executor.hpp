@@ -240,18 +240,25 @@ class graph_executor {
   /// on the kernel's message, if a kernel returns non-zero; errc::busy if another
   /// thread is using this executor.
   void run() { run_with(sequential{}, no_observer_); }
-  /// Runs every step as `policy` orders them (sequential, parallel_branches, ...).
-  template <execution_policy Policy>
-  void run(const Policy& policy) {
-    run_with(policy, no_observer_);
+  /// run(policy): every step as an execution policy orders them (sequential,
+  /// parallel_branches, ...). run(observer): every step in order, with the observer's
+  /// hooks around each (node_timer, ...).
+  template <class PolicyOrObserver>
+  void run(PolicyOrObserver&& p) {
+    using P = std::remove_cvref_t<PolicyOrObserver>;
+    if constexpr (execution_policy<P>) {
+      run_with(p, no_observer_);
+    } else {
+      static_assert(step_observer<P>, "gexec: run(x) needs x to model gexec::execution_policy (execute(steps)) or "
+                                      "gexec::step_observer (before(step_event), after(step_event))");
+      run_with(sequential{}, p);
+    }
   }
-  /// Runs every step in order, calling `observer` around each.
-  template <step_observer Observer>
-  void run(Observer& observer) {
-    run_with(sequential{}, observer);
-  }
-  template <execution_policy Policy, step_observer Observer>
+  /// Every step as `policy` orders them, with `observer`'s hooks around each.
+  template <class Policy, class Observer>
   void run(const Policy& policy, Observer& observer) {
+    static_assert(execution_policy<Policy>, "gexec: run(policy, observer) needs a policy modelling gexec::execution_policy (execute(steps))");
+    static_assert(step_observer<Observer>, "gexec: run(policy, observer) needs an observer modelling gexec::step_observer (before/after)");
     run_with(policy, observer);
   }
   /// Waits until every device of this executor has finished what was enqueued on it

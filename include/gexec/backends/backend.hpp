@@ -56,8 +56,8 @@ concept device_memory = requires(B& b, DLDevice d, std::uint64_t bytes, void* p)
 /// touch the host on one side; the executor waits for the stream before the host reads
 /// what a copy wrote.
 template <class B>
-concept device_streams = requires(B& b, DLDevice d, const DLTensor& from, DLTensor& to, typename B::stream_type& s) {
-  typename B::stream_type;
+concept device_streams = requires { typename B::stream_type; } &&
+                         requires(B& b, DLDevice d, const DLTensor& from, DLTensor& to, typename B::stream_type& s) {
   { b.create_stream(d) } -> std::same_as<typename B::stream_type>;
   requires noexcept(b.destroy_stream(d, s));
   { b.copy_async(from, to, s) } -> std::same_as<void>;
@@ -67,8 +67,8 @@ concept device_streams = requires(B& b, DLDevice d, const DLTensor& from, DLTens
 /// Sync points between streams: `record` marks what a stream has enqueued so far,
 /// `wait` makes another stream wait for it.
 template <class B>
-concept device_events = requires(B& b, DLDevice d, typename B::stream_type& s, typename B::event_type& e) {
-  typename B::event_type;
+concept device_events = requires { typename B::event_type; } &&
+                        requires(B& b, DLDevice d, typename B::stream_type& s, typename B::event_type& e) {
   { b.create_event(d) } -> std::same_as<typename B::event_type>;
   requires noexcept(b.destroy_event(d, e));
   { b.record(e, s) } -> std::same_as<void>;
