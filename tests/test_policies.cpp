@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -500,4 +502,107 @@ TEST_CASE("run() without an observer is the plain loop; an observer is called ar
   CHECK(c.befores == static_cast<int>(m.plan().step_node.size()));
   CHECK(c.afters == c.befores);
   static_assert(sizeof(gexec::no_observer) == 1 && std::is_empty_v<gexec::no_observer>);
+}
+
+TEST_CASE("an output on the emulated device: zero-copy with a tensor there, read back through the backend") {
+  auto stats = std::make_shared<gexec::emulated_stats>();
+  gexec::graph_builder b;
+  auto x = b.input("x", {n});
+  auto on_device = b.copy("to_ext", x, gexec::emulated_device_type);
+  auto y = b.op("y", "ext_add1", {on_device}, {{{n}, gexec::dtypes::float32, gexec::emulated_device_type}});
+  b.output(y);
+  gexec::basic_model<hetero, gexec::pool_allocator, gexec::registry> m(
+      b.build(), kernels(), gexec::detail::on_devices({gexec::cpu(), gexec::emulated()}), hetero(gexec::cpu_backend{}, gexec::emulated_backend<>(stats)));
+  auto ex = m.instantiate();
+  ex.set_input("x", tensor({n}, test::iota(n)));
+  ex.run(gexec::parallel_branches{});
+  CHECK(ex.get_output(0).device().device_type == gexec::emulated_device_type);
+  auto host = gexec::ndarray::empty({n}, gexec::dtypes::float32);
+  const long to_host = (*stats)[0].to_host;
+  ex.copy_output_to(0, host);
+  CHECK((*stats)[0].to_host - to_host == 1);
+  CHECK(values_of(host) == test::iota(n, 1.0f));
+  // Bound zero-copy to memory of that device, the kernel writes there directly.
+  auto buffer = tensor({n}, std::vector<float>(n, -1.0f));
+  std::vector<std::int64_t> shape{n};
+  DLTensor device_view{buffer.data(), gexec::emulated(), 1, gexec::dtypes::float32, shape.data(), nullptr, 0};
+  ex.set_output_zero_copy(0, gexec::ndarray::view(device_view, buffer.storage_owner()));
+  ex.set_input("x", tensor({n}, test::iota(n, 10.0f)));
+  ex.run();
+  ex.synchronize();
+  CHECK(values_of(buffer) == test::iota(n, 11.0f));
+  // A host tensor for a device output is refused.
+  auto e = error_of([&] { ex.set_output_zero_copy(0, gexec::ndarray::empty({n}, gexec::dtypes::float32)); });
+  CHECK(e.code() == gexec::errc::device_mismatch);
+  CHECK(contains(e, "expected ext_dev:0"));
+}
+
+TEST_CASE_TEMPLATE("backends: streams order copies, events mark them, workspace is the device's", B, gexec::cpu_backend, gexec::emulated_backend<>) {
+  B backend;
+  const DLDevice d{static_cast<DLDeviceType>(B::device_type), 0};
+  std::vector<float> host_in = test::iota(16, 1.0f), host_out(16, 0.0f);
+  std::int64_t shape[1] = {16};
+  void* memory = backend.allocate(d, 64);
+  REQUIRE(memory != nullptr);
+  DLTensor from{host_in.data(), gexec::cpu(), 1, gexec::dtypes::float32, shape, nullptr, 0};
+  DLTensor on_device{memory, d, 1, gexec::dtypes::float32, shape, nullptr, 0};
+  DLTensor to{host_out.data(), gexec::cpu(), 1, gexec::dtypes::float32, shape, nullptr, 0};
+  auto stream = backend.create_stream(d);
+  auto event = backend.create_event(d);
+  backend.copy_async(from, on_device, stream);  // host to device
+  backend.record(event, stream);
+  auto other = backend.create_stream(d);
+  backend.wait(other, event);
+  backend.copy_async(on_device, to, other);  // device to host, after the first copy
+  backend.synchronize(other);
+  CHECK(host_out == host_in);
+  void* ws = backend.alloc_workspace(d, 100);
+  CHECK(ws != nullptr);
+  CHECK(backend.free_workspace(d, ws) == 0);
+  backend.set_device(d);
+  if constexpr (!std::is_same_v<B, gexec::cpu_backend>) {
+    auto unrecorded = backend.create_event(d);
+    auto e = error_of([&] { backend.wait(stream, unrecorded); });
+    CHECK(contains(e, "never recorded"));
+    backend.destroy_event(d, unrecorded);
+  }
+  backend.destroy_event(d, event);
+  backend.destroy_stream(d, other);
+  backend.destroy_stream(d, stream);
+  backend.free(d, memory);
+  if constexpr (!std::is_same_v<B, gexec::cpu_backend>) {
+    CHECK(backend.stats()[0].allocations.load() == 0);
+    CHECK(backend.stats()[0].streams.load() == 0);
+    CHECK(backend.stats()[0].events.load() == 0);
+    CHECK(backend.stats()[0].to_device.load() == 1);
+    CHECK(backend.stats()[0].to_host.load() == 1);
+    CHECK_THROWS_AS(backend.allocate(gexec::cpu(), 16), gexec::error);
+  }
+}
+
+namespace {
+/// A policy that forgets thread_context() on the thread it makes.
+struct own_thread {
+  template <class Program>
+  void execute(Program& steps) const {
+    std::exception_ptr failure;
+    std::thread t([&] {
+      try {
+        steps.run(0, steps.size());
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    });
+    t.join();
+    if (failure) std::rethrow_exception(failure);
+  }
+};
+}  // namespace
+
+TEST_CASE("a policy that runs steps on a thread of its own without the run's context is refused") {
+  gexec::basic_model m(branches_graph(false), kernels());
+  auto ex = m.instantiate();
+  auto e = error_of([&] { ex.run(own_thread{}); });
+  CHECK(e.code() == gexec::errc::invalid_argument);
+  CHECK(contains(e, "thread_context()"));
 }

@@ -577,7 +577,11 @@ class graph_executor {
     if (begin >= end) return;
     instance& s = *s_;
     const model_state& m = *m_;
-    detail::run_context& context = *detail::current_context();
+    detail::run_context* const current = detail::current_context();
+    if (!current || current->executor != &s) [[unlikely]]
+      throw error(errc::invalid_argument, "steps of a run called on a thread without the run's context (an execution policy "
+                                          "must hold steps.thread_context() on each thread it runs steps on)");
+    detail::run_context& context = *current;
     bool& error_set = detail::last_error_set();
     constexpr bool observed = !std::is_same_v<Observer, no_observer>;
     for (const detail::step_run* r = m.plan.order.data() + m.plan.step_run_of[begin]; begin < end; ++r) {
