@@ -19,6 +19,8 @@
 
 #include <gexec/executor.hpp>
 
+#include "../machine.hpp"
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -136,46 +138,6 @@ gexec::validated_graph wide_graph(int width, const char* kernel, std::int64_t n)
   return b.build();
 }
 
-// CPU ticks the whole machine and this process have used: their difference over a
-// workload is what other processes took, which disturbs the figures.
-struct ticks {
-  long long machine = 0, own = 0;
-};
-
-ticks read_ticks() {
-  ticks t;
-  std::ifstream stat("/proc/stat");
-  std::string name;
-  long long v[8] = {};
-  stat >> name;
-  for (long long& x : v) stat >> x;
-  t.machine = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];  // all but idle and iowait
-  std::ifstream self("/proc/self/stat");
-  std::string field;
-  std::getline(self, field, ')');  // the name may hold spaces
-  for (int i = 3; i <= 15 && self >> field; ++i)
-    if (i >= 14) t.own += std::stoll(field);
-  return t;
-}
-
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-  return CPU_COUNT(&set);
-}
-
-std::string load_average() {
-  std::string l;
-  std::ifstream("/proc/loadavg") >> l;
-  return l;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 struct result {
   double seq_s = 0, par_s = 0, others = 0;
   bool identical = true;
@@ -215,7 +177,7 @@ result measure(Executor& ex) {
     return t;
   };
   std::vector<double> seq, par;
-  const ticks k0 = read_ticks();
+  const bench::ticks k0 = bench::read_ticks();
   const auto w0 = clock_type::now();
   for (int s = 0; s < samples; ++s) {
     if (s % 2) {
@@ -226,11 +188,11 @@ result measure(Executor& ex) {
       par.push_back(sample(true));
     }
   }
-  const ticks k1 = read_ticks();
+  const bench::ticks k1 = bench::read_ticks();
   const double wall_ticks = seconds_since(w0) * static_cast<double>(sysconf(_SC_CLK_TCK));
   r.others = static_cast<double>((k1.machine - k0.machine) - (k1.own - k0.own)) / wall_ticks;
-  r.seq_s = median(seq);
-  r.par_s = median(par);
+  r.seq_s = bench::median(seq);
+  r.par_s = bench::median(par);
   return r;
 }
 
@@ -266,11 +228,11 @@ class watchdog {
 }  // namespace
 
 int main() {
-  const int cores = usable_cores();
+  const int cores = bench::usable_cores();
   const char* env = std::getenv("GEXEC_NUM_THREADS");
   std::printf("run(parallel_branches) vs run() (sequential, baseline), one runtime of 2 threads; cores this process may use: %d; "
               "GEXEC_NUM_THREADS=%s; load average: %s\n",
-              cores, env ? env : "(unset)", load_average().c_str());
+              cores, env ? env : "(unset)", bench::load_average().c_str());
   watchdog guard(std::chrono::seconds(120));
   int failures = 0, differ = 0;
   try {

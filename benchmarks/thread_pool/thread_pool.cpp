@@ -6,6 +6,8 @@
 
 #include <gexec/detail/thread_pool.hpp>
 
+#include "../machine.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -67,11 +69,6 @@ std::int64_t calibrate(double seconds) {
   return std::max<std::int64_t>(1, static_cast<std::int64_t>(seconds / best * static_cast<double>(w.iterations)));
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 void compare(const char* name, thread_pool& one, thread_pool& many, std::int64_t iterations, int launches, int repeats) {
   work w;
   w.iterations = iterations;
@@ -91,7 +88,7 @@ void compare(const char* name, thread_pool& one, thread_pool& many, std::int64_t
     runs += w.out[t].runs;
     on_launcher += w.out[t].on_launcher;
   }
-  const double a = median(t1), b = median(tn);
+  const double a = bench::median(t1), b = bench::median(tn);
   std::printf("%-14s %8lld iterations: 1 thread %9.3f us   %d threads %9.3f us   ratio %.3f   (%.0f%% of tasks 1.. run by the launcher; checksum %llx)\n",
               name, static_cast<long long>(iterations), a * 1e6, many.num_threads(), b * 1e6, b / a,
               runs ? 100.0 * static_cast<double>(on_launcher) / static_cast<double>(runs) : 0.0,

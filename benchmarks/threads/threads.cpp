@@ -14,6 +14,8 @@
 
 #include <gexec/executor.hpp>
 
+#include "../machine.hpp"
+
 #include "../../tests/tvm_contrib_sort.hpp"
 
 #include <pthread.h>
@@ -56,11 +58,6 @@ struct timing {
   double one_s, n_s;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 double seconds_for(executor& ex, int number) {
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < number; ++i) ex.run();
@@ -82,7 +79,7 @@ timing measure(executor& one, executor& n, double budget_s) {
     a.push_back(seconds_for(one, number) / number);
     b.push_back(seconds_for(n, number) / number);
   }
-  return {median(a), median(b)};
+  return {bench::median(a), bench::median(b)};
 }
 
 std::string read_text(const fs::path& path) {
@@ -130,41 +127,6 @@ workload conformance_model(const fs::path& dir, const std::string& name) {
             for (const auto& [input, value] : inputs) ex.set_input(input, value);
             return ex;
           }};
-}
-
-// CPU ticks the whole machine and this process have used: their difference over a
-// workload is what other processes took, which disturbs the figures.
-struct ticks {
-  long long machine = 0, own = 0;
-};
-
-ticks read_ticks() {
-  ticks t;
-  std::ifstream stat("/proc/stat");
-  std::string cpu;
-  long long v[8] = {};
-  stat >> cpu;
-  for (long long& x : v) stat >> x;
-  t.machine = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];  // all but idle and iowait
-  std::ifstream self("/proc/self/stat");
-  std::string field;
-  std::getline(self, field, ')');  // the name may hold spaces
-  for (int i = 3; i <= 15 && self >> field; ++i)
-    if (i >= 14) t.own += std::stoll(field);
-  return t;
-}
-
-std::string load_average() {
-  std::string l;
-  std::ifstream("/proc/loadavg") >> l;
-  return l;
-}
-
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-  return CPU_COUNT(&set);
 }
 
 // Round trip of a cache line between two threads pinned to the first two usable cores,
@@ -225,10 +187,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--threads must be at least 1\n");
     return 2;
   }
-  const int cores = usable_cores();
+  const int cores = bench::usable_cores();
   const char* env = std::getenv("GEXEC_NUM_THREADS");
   std::printf("runtime of 1 thread (baseline) vs runtime of %d threads; cores this process may use: %d; GEXEC_NUM_THREADS=%s; load average: %s\n",
-              threads, cores, env ? env : "(unset)", load_average().c_str());
+              threads, cores, env ? env : "(unset)", bench::load_average().c_str());
   const double round_trip = core_round_trip();
   if (round_trip > 0) std::printf("cross-core round trip (two pinned threads, one cache line): %.0f ns\n", round_trip * 1e9);
 
@@ -273,10 +235,10 @@ int main(int argc, char** argv) {
   for (const workload& w : work) {
     try {
       executor one = w.make(rt1), n = w.make(rtn);
-      const ticks t0 = read_ticks();
+      const bench::ticks t0 = bench::read_ticks();
       const auto w0 = std::chrono::steady_clock::now();
       const timing t = measure(one, n, 1.5);
-      const ticks t1 = read_ticks();
+      const bench::ticks t1 = bench::read_ticks();
       const double wall_ticks = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count() * static_cast<double>(sysconf(_SC_CLK_TCK));
       const double others = static_cast<double>((t1.machine - t0.machine) - (t1.own - t0.own)) / wall_ticks;
       const double ratio = t.n_s / t.one_s;
