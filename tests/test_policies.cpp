@@ -278,8 +278,9 @@ TEST_CASE("emulated devices: storage on the device id given, all of it returned"
     // ext_add1 asks for workspace on emulated:0 while running on emulated:1: the backend serves both ids.
     a.set_input("x", tensor({n}, test::iota(n)));
     a.set_input("p", tensor({n}, test::iota(n)));
+    const long copies = (*stats)[1].to_device;
     a.run();
-    CHECK((*stats)[1].to_device.load() == 1);
+    CHECK((*stats)[1].to_device.load() - copies == 1);
     // An entry on the device reads back through the backend; zero-copy there needs a tensor on that device.
     auto host_buffer = tensor({n}, test::iota(n));
     std::vector<std::int64_t> shape{n};
@@ -455,6 +456,7 @@ TEST_CASE("control_deps order steps that share no data") {
   g.nodes[2].control_deps.push_back(1);
   auto m = gexec::basic_model(gexec::validate(g), r, gexec::model_options{{gexec::cpu()}, gexec::runtime::create({.num_threads = 2})});
   auto ex = m.instantiate();
+  ex.set_input("x", tensor({n}, test::iota(n)));
   for (int i = 0; i < 3; ++i) {
     ex.run(gexec::parallel_branches{});
     CHECK(first_done < second_start);
@@ -602,6 +604,8 @@ struct own_thread {
 TEST_CASE("a policy that runs steps on a thread of its own without the run's context is refused") {
   gexec::basic_model m(branches_graph(false), kernels());
   auto ex = m.instantiate();
+  ex.set_input("x", tensor({n}, test::iota(n)));
+  ex.set_input("p", tensor({n}, test::iota(n)));
   auto e = error_of([&] { ex.run(own_thread{}); });
   CHECK(e.code() == gexec::errc::invalid_argument);
   CHECK(contains(e, "thread_context()"));

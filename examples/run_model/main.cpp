@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -66,9 +67,14 @@ int main(int argc, char** argv) {
     std::string json((std::istreambuf_iterator<char>(json_file)), std::istreambuf_iterator<char>());
     auto ex = gexec::create(json, gexec::load_module(lib_path));
     if (!params_path.empty()) ex.load_params_file(params_path);
+    const auto info = ex.get_input_info();
+    for (const auto& i : info) {  // inputs not given below are zero, as the help says
+      auto zeros = gexec::ndarray::empty(i.shape, i.dtype);
+      std::memset(zeros.data(), 0, static_cast<std::size_t>(zeros.byte_size()));
+      ex.set_input(i.name, zeros);
+    }
     if (!inputs_path.empty())
       for (const auto& [name, value] : gexec::load_param_dict_file(inputs_path)) ex.set_input(name, value);
-    const auto info = ex.get_input_info();
     for (const std::string& spec : inputs) {
       auto eq = spec.find('=');
       std::string name = spec.substr(0, eq);

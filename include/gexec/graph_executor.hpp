@@ -21,6 +21,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <exception>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -39,6 +41,7 @@
 #include "detail/last_error.hpp"
 #include "detail/model_state.hpp"
 #include "detail/run_context.hpp"
+#include "detail/workspace.hpp"
 #include "execution/parallel_branches.hpp"
 #include "execution/policy.hpp"
 #include "execution/sequential.hpp"
@@ -100,6 +103,7 @@ class graph_executor {
     check_tensor("set_input", input_name(index), eid, value, false);
     make_own(eid);
     copy_tensor(value.dltensor(), self().plan.entries[eid]);
+    self().mark_set(static_cast<std::size_t>(index));
   }
   void set_input(std::string_view name, const ndarray& value) { set_input(require_input(name), value); }
 
@@ -115,7 +119,9 @@ class graph_executor {
     check_tensor("set_input_zero_copy", input_name(index), eid, value, true);
     if (model().plan.alias_group_bytes(eid) > value.byte_size())
       throw error(errc::shape_mismatch, "set_input_zero_copy \"" + input_name(index) + "\": a __nop alias of it is larger than the tensor");
+    refuse_overlap("set_input_zero_copy \"" + input_name(index) + "\"", value, bound_to::output);
     bind(eid, value.data(), value.storage_owner(), bound_to::input);
+    self().mark_set(static_cast<std::size_t>(index));
   }
   void set_input_zero_copy(std::string_view name, const ndarray& value) { set_input_zero_copy(require_input(name), value); }
 
@@ -143,6 +149,7 @@ class graph_executor {
       make_own(eid);
       copy_tensor(value->dltensor(), self().plan.entries[eid]);
       self().is_param[input_of(eid)] = true;
+      self().mark_set(input_of(eid));
     }
   }
   void load_params(std::span<const std::byte> blob) { load_params(load_param_dict(blob)); }
@@ -172,6 +179,7 @@ class graph_executor {
     for (share& s : todo) {
       bind(s.eid, s.value.data(), s.value.storage_owner(), bound_to::shared);
       self().is_param[input_of(s.eid)] = true;
+      self().mark_set(input_of(s.eid));
     }
   }
   template <class OB, class OA, class OBind>
@@ -206,6 +214,7 @@ class graph_executor {
     busy_guard g(self(), "set_output_zero_copy");
     std::uint32_t eid = output_entry(index);
     check_tensor("set_output_zero_copy", model().output_names[static_cast<std::size_t>(index)], eid, value, true);
+    refuse_overlap("set_output_zero_copy \"" + model().output_names[static_cast<std::size_t>(index)] + "\"", value, bound_to::input);
     instance& s = self();
     const std::uint32_t root = model().plan.alias_root[eid];
     std::erase_if(s.output_copies, [&](const output_copy& c) { return c.index == index; });
@@ -350,6 +359,8 @@ class graph_executor {
     std::vector<int> bound_output;    ///< per alias root: the output bound there zero-copy
     std::vector<bool> input_group;    ///< per alias root: holds a graph input
     std::vector<bool> is_param;       ///< per input index
+    std::vector<bool> input_set;      ///< per input index: given a value (set, bound, loaded, shared)
+    std::size_t unset_inputs = 0;
     std::vector<output_copy> output_copies;
     bool inputs_ready = false;        ///< every input slot bound or allocated
     std::atomic<bool> busy{false};
@@ -368,9 +379,12 @@ class graph_executor {
           binding(m.plan.entries.size(), bound_to::internal),
           bound_output(m.plan.entries.size(), -1),
           input_group(m.plan.entries.size(), false),
-          is_param(m.graph->arg_nodes.size(), false) {
+          is_param(m.graph->arg_nodes.size(), false),
+          input_set(m.graph->arg_nodes.size(), false),
+          unset_inputs(m.graph->arg_nodes.size()) {
       const gexec::plan& p = m.plan;
       context = m.rt->context();
+      context.workspace_limit = m.max_workspace_bytes;
       context.executor = this;
       context.backends = m.backends.get();
       context.devices = m.device_table;
@@ -386,10 +400,14 @@ class graph_executor {
             sizes.push_back(p.storage[i].bytes);
           }
         if (slots_here.empty()) continue;
+        std::uint64_t total = 0;
+        for (std::uint64_t size : sizes) total += arena_bytes(size);  // fits: checked when the model was built
+        check_storage_limit(m, total);
         auto buffers = allocate(m, d, sizes);
         for (std::size_t i = 0; i < slots_here.size(); ++i) {
           storage[slots_here[i]] = std::move(buffers[i]);
           own_bytes += sizes[i];
+          zero(m, storage[slots_here[i]].get(), p.storage[slots_here[i]]);
         }
       }
       for (std::size_t i = 0; i < m.graph->arg_nodes.size(); ++i) {
@@ -399,6 +417,7 @@ class graph_executor {
           plan.bind_alias_group(p, root, m.params[i].data(), m.params[i].storage_owner());
           binding[root] = bound_to::model;
           is_param[i] = true;
+          mark_set(i);
         }
       }
       for (std::uint32_t e = 0; e < p.entries.size(); ++e)
@@ -415,6 +434,34 @@ class graph_executor {
     }
     instance(const instance&) = delete;
     instance& operator=(const instance&) = delete;
+
+    void mark_set(std::size_t input) noexcept {
+      if (!input_set[input]) {
+        input_set[input] = true;
+        --unset_inputs;
+      }
+    }
+
+    /// Refuses storage that would take the executor past model_options::max_storage_bytes.
+    void check_storage_limit(const model_state& m, std::uint64_t more) const {
+      if (more > m.max_storage_bytes || own_bytes > m.max_storage_bytes - more)
+        throw error(errc::out_of_memory, "executor storage: " + std::to_string(own_bytes + more) + " bytes would exceed the limit of " +
+                                             std::to_string(m.max_storage_bytes) + " bytes (model_options::max_storage_bytes)");
+    }
+
+    /// Zeroes fresh storage: directly on the host, by a copy from zeroed host memory on a
+    /// device. Nothing reads memory no one wrote.
+    void zero(const model_state& m, void* data, const storage_slot& slot) {
+      if (slot.device.device_type == kDLCPU) {
+        std::memset(data, 0, static_cast<std::size_t>(slot.bytes));
+        return;
+      }
+      std::vector<std::uint8_t> zeros(static_cast<std::size_t>(slot.bytes));
+      std::int64_t n = static_cast<std::int64_t>(slot.bytes);
+      DLTensor from{zeros.data(), cpu(), 1, {kDLUInt, 8, 1}, &n, nullptr, 0};
+      DLTensor to{data, slot.device, 1, {kDLUInt, 8, 1}, &n, nullptr, 0};
+      m.backends->copy(from, to);
+    }
 
     /// Points root entry `e`'s alias group at its place in its own storage slot.
     void bind_own(const gexec::plan& p, std::uint32_t e) {
@@ -544,9 +591,12 @@ class graph_executor {
   void run_with(const Policy& policy, Observer& observer) {
     instance& s = self();
     busy_guard g(s, "run");
+    if (s.unset_inputs != 0 && !m_->zero_unset_inputs) [[unlikely]]
+      refuse_unset_inputs();
     if (!s.inputs_ready) [[unlikely]]
       allocate_unbound_inputs();
     detail::context_scope scope(&s.context);
+    detail::workspace_scope workspace;
     step_program<Observer> program(*this, observer);
     policy.execute(program);
     finish_run();
@@ -556,9 +606,12 @@ class graph_executor {
   void run_until(std::uint32_t node_end) {
     instance& s = self();
     busy_guard g(s, "run");
+    if (s.unset_inputs != 0 && !m_->zero_unset_inputs) [[unlikely]]
+      refuse_unset_inputs();
     if (!s.inputs_ready) [[unlikely]]
       allocate_unbound_inputs();
     detail::context_scope scope(&s.context);
+    detail::workspace_scope workspace;
     const auto& nodes = model().plan.step_node;
     const auto end = static_cast<std::uint32_t>(std::lower_bound(nodes.begin(), nodes.end(), node_end) - nodes.begin());
     run_steps(0, end, no_observer_);
@@ -584,31 +637,45 @@ class graph_executor {
     detail::run_context& context = *current;
     bool& error_set = detail::last_error_set();
     constexpr bool observed = !std::is_same_v<Observer, no_observer>;
-    for (const detail::step_run* r = m.plan.order.data() + m.plan.step_run_of[begin]; begin < end; ++r) {
-      const std::uint32_t lo = r->begin + (begin - r->step);
-      const std::uint32_t hi = r->begin + std::min(end - r->step, r->end - r->begin);
-      begin = r->step + (hi - r->begin);
-      if (context.stream != s.stream_objects[r->device]) [[unlikely]]
-        switch_device(context, r->device);
-      if (r->kind == detail::step_kind::call) {
-        for (const detail::call_step *c = s.plan.calls.data() + lo, *last = s.plan.calls.data() + hi; c != last; ++c) {
-          [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(c - s.plan.calls.data() - r->begin), c->node_id};
-          if constexpr (observed) observer.before(event);
-          TVMValue ret;
-          int ret_code = tc_null;
-          error_set = false;
-          if (c->fn(c->values, c->codes, c->num_args, &ret, &ret_code, c->resource_handle) != 0) [[unlikely]]
-            kernel_failed(c->node_id);
-          if constexpr (observed) observer.after(event);
-        }
-      } else {
-        for (const detail::copy_step *c = s.plan.copies.data() + lo, *last = s.plan.copies.data() + hi; c != last; ++c) {
-          [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(c - s.plan.copies.data() - r->begin), c->node_id};
-          if constexpr (observed) observer.before(event);
-          c->fn(c->backend, *c->from, *c->to, c->stream, c->to_host);
-          if constexpr (observed) observer.after(event);
+    // The step running, for a C++ exception a kernel or backend lets out of the C ABI.
+    const detail::call_step* call = nullptr;
+    const detail::copy_step* copy = nullptr;
+    try {
+      for (const detail::step_run* r = m.plan.order.data() + m.plan.step_run_of[begin]; begin < end; ++r) {
+        const std::uint32_t lo = r->begin + (begin - r->step);
+        const std::uint32_t hi = r->begin + std::min(end - r->step, r->end - r->begin);
+        begin = r->step + (hi - r->begin);
+        if (context.stream != s.stream_objects[r->device]) [[unlikely]]
+          switch_device(context, r->device);
+        if (r->kind == detail::step_kind::call) {
+          copy = nullptr;
+          for (const detail::call_step *c = s.plan.calls.data() + lo, *last = s.plan.calls.data() + hi; c != last; ++c) {
+            [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(c - s.plan.calls.data() - r->begin), c->node_id};
+            if constexpr (observed) observer.before(event);
+            TVMValue ret;
+            int ret_code = tc_null;
+            error_set = false;
+            call = c;
+            if (c->fn(c->values, c->codes, c->num_args, &ret, &ret_code, c->resource_handle) != 0) [[unlikely]]
+              kernel_failed(c->node_id);
+            if constexpr (observed) observer.after(event);
+          }
+        } else {
+          call = nullptr;
+          for (const detail::copy_step *c = s.plan.copies.data() + lo, *last = s.plan.copies.data() + hi; c != last; ++c) {
+            [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(c - s.plan.copies.data() - r->begin), c->node_id};
+            if constexpr (observed) observer.before(event);
+            copy = c;
+            c->fn(c->backend, *c->from, *c->to, c->stream, c->to_host);
+            if constexpr (observed) observer.after(event);
+          }
         }
       }
+    } catch (const error&) {
+      throw;
+    } catch (...) {
+      if (!call && !copy) throw;
+      kernel_threw(call ? call->node_id : copy->node_id, std::current_exception());
     }
   }
 
@@ -625,6 +692,49 @@ class graph_executor {
     if (device.device_type == kDLCPU) return;
     for (const device_stream& d : self().streams)
       if (same_device(d.device, device)) d.sync(model().backends.get(), d.stream);
+  }
+
+  [[noreturn]] void kernel_threw(std::uint32_t nid, std::exception_ptr e) const {
+    const node& n = model().graph->nodes[nid];
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      what = x.what();
+    } catch (...) {
+    }
+    throw error(errc::kernel_failed, "node \"" + n.name + "\" (nodes[" + std::to_string(nid) + "], " + n.func_name +
+                                         ") threw: " + what);
+  }
+
+  /// run() with inputs no one gave a value: an error naming them, unless the model allows it.
+  [[noreturn]] void refuse_unset_inputs() const {
+    const instance& s = self();
+    std::string names;
+    int listed = 0;
+    for (std::size_t i = 0; i < s.input_set.size(); ++i)
+      if (!s.input_set[i] && listed++ < 8) names += (names.empty() ? "\"" : ", \"") + input_name(static_cast<int>(i)) + "\"";
+    if (listed > 8) names += " and " + std::to_string(listed - 8) + " more";
+    throw error(errc::invalid_argument, "run: input" + std::string(listed > 1 ? "s " : " ") + names + (listed > 1 ? " were" : " was") +
+                                            " never given a value (set_input, set_input_zero_copy, load_params, share_params or "
+                                            "the model's parameters); model_options::zero_unset_inputs runs them as zeros");
+  }
+
+  /// Refuses a zero-copy tensor whose bytes overlap a tensor bound zero-copy the other
+  /// way (an input the graph writes into, or an output it reads as it writes).
+  void refuse_overlap(const std::string& what, const ndarray& value, bound_to other) const {
+    const instance& s = self();
+    const auto lo = reinterpret_cast<std::uintptr_t>(value.data());
+    const auto hi = lo + static_cast<std::uintptr_t>(value.byte_size());
+    for (std::uint32_t root = 0; root < s.binding.size(); ++root) {
+      if (s.binding[root] != other) continue;
+      const auto b = reinterpret_cast<std::uintptr_t>(s.plan.entries[root].data);
+      const auto e = b + static_cast<std::uintptr_t>(model().plan.alias_group_bytes(root));
+      if (lo < e && b < hi)
+        throw error(errc::invalid_argument, what + ": the tensor overlaps the one bound zero-copy to " +
+                                                (other == bound_to::input ? "an input" : "an output") + " (entry " + std::to_string(root) +
+                                                "); an input and an output may not share memory");
+    }
   }
 
   [[noreturn]] void kernel_failed(std::uint32_t nid) const {
@@ -654,10 +764,11 @@ class graph_executor {
     std::shared_ptr<void>& buffer = s.storage[sid];
     if (buffer) return buffer;
     const storage_slot& slot = m.plan.storage[sid];
+    s.check_storage_limit(m, slot.bytes);
     const std::uint64_t size[1] = {slot.bytes};
     buffer = std::move(s.allocate(m, slot.device, size)[0]);
     s.own_bytes += slot.bytes;
-    zero(buffer.get(), slot);
+    s.zero(m, buffer.get(), slot);
     // Groups on this storage id that use the executor's memory now have it.
     for (std::uint32_t i = m.input_roots_begin[sid]; i < m.input_roots_begin[sid + 1]; ++i) {
       const std::uint32_t root = m.input_roots[i];
@@ -759,18 +870,6 @@ class graph_executor {
         return;
       }
     model().backends->copy(src, dst);  // a device the model does not run on: a stream of its own
-  }
-  /// Zeroes fresh storage: directly on the host, by a copy from zeroed host memory on a device.
-  void zero(void* data, const storage_slot& slot) const {
-    if (slot.device.device_type == kDLCPU) {
-      std::memset(data, 0, static_cast<std::size_t>(slot.bytes));
-      return;
-    }
-    std::vector<std::uint8_t> zeros(static_cast<std::size_t>(slot.bytes));
-    std::int64_t n = static_cast<std::int64_t>(slot.bytes);
-    DLTensor from{zeros.data(), cpu(), 1, {kDLUInt, 8, 1}, &n, nullptr, 0};
-    DLTensor to{data, slot.device, 1, {kDLUInt, 8, 1}, &n, nullptr, 0};
-    copy_tensor(from, to);
   }
 
   std::shared_ptr<const model_state> m_;

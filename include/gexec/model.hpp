@@ -42,9 +42,24 @@ struct model_options {
   /// The runtime serving the model's kernels (thread pool, registered functions);
   /// null: runtime::global().
   std::shared_ptr<gexec::runtime> runtime;
+  /// Storage one executor may allocate (its activations and the inputs it holds),
+  /// checked before anything is allocated; 0: the machine's physical memory.
+  std::uint64_t max_storage_bytes = 0;
+  /// Host workspace (TVMBackendAllocWorkspace) one thread may hold at once while running
+  /// this model's kernels; 0: the machine's physical memory. Workspace a kernel never
+  /// frees is given back when the run (or parallel task) ends.
+  std::uint64_t max_workspace_bytes = 0;
+  /// run() with an input no one gave a value is an error; true runs it as zeros.
+  bool zero_unset_inputs = false;
 };
 
 namespace detail {
+
+/// Bytes of physical memory, or no limit where the platform does not say.
+inline std::uint64_t physical_memory() noexcept {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : UINT64_MAX;
+}
 
 inline model_options on_devices(std::vector<DLDevice> devices) {
   model_options o;
@@ -116,6 +131,9 @@ class basic_model {
     s->rt = options.runtime ? std::move(options.runtime) : runtime::global().shared_from_this();
     s->backends = std::make_shared<Backends>(std::move(backends));
     s->allocator = std::move(allocator);
+    s->max_storage_bytes = options.max_storage_bytes ? options.max_storage_bytes : detail::physical_memory();
+    s->max_workspace_bytes = options.max_workspace_bytes ? options.max_workspace_bytes : detail::physical_memory();
+    s->zero_unset_inputs = options.zero_unset_inputs;
     const gexec::graph& gr = s->graph;
     if (s->devices.empty()) throw error(errc::invalid_argument, "model: no device given");
     for (const DLDevice& d : s->devices)

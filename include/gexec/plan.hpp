@@ -271,9 +271,15 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
     append_step(detail::step_kind::copy, p.copies.size() - 1, device, nid);
   };
 
+  std::vector<bool> listed_input(g.nodes.size(), false);
+  for (std::uint32_t nid : g.arg_nodes) listed_input[nid] = true;
   for (std::uint32_t nid = 0; nid < g.nodes.size(); ++nid) {
     const node& n = g.nodes[nid];
-    if (!n.is_op()) continue;
+    if (!n.is_op()) {
+      if (!listed_input[nid])
+        plan_fail(errc::invalid_graph, g, nid, "is an input (op \"null\") missing from arg_nodes: nothing could ever give it a value");
+      continue;
+    }
     if (n.func_name == "__nop") {
       // A reshape: output k aliases input k. TVM plans both onto one storage id, and then
       // the step vanishes; a graph that does not gets a copy instead.

@@ -48,6 +48,11 @@ struct model_state {
   std::shared_ptr<const void> source;
 
   [[nodiscard]] std::uint32_t input_entry(std::size_t index) const { return graph->entry_id(graph->arg_nodes[index], 0); }
+  /// Limits from model_options, and whether inputs never given a value run as zeros.
+  std::uint64_t max_storage_bytes = UINT64_MAX;
+  std::uint64_t max_workspace_bytes = UINT64_MAX;
+  bool zero_unset_inputs = false;
+
   /// The running executor's backends, for the hooks compiled code calls.
   const detail::device_table* device_table = nullptr;
 

@@ -51,6 +51,7 @@ struct run_context {
   const device_table* devices = nullptr;
   DLDevice device{kDLCPU, 0};        ///< the device the running step is on
   void* stream = nullptr;            ///< the executor's stream_type object for `device`
+  std::uint64_t workspace_limit = UINT64_MAX;  ///< host workspace a thread may hold at once
 };
 
 /// The context of this thread, or nullptr outside run() (then the process default

@@ -35,6 +35,7 @@
 #include "../tvm_abi.hpp"
 #include "last_error.hpp"
 #include "run_context.hpp"
+#include "workspace.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -396,6 +397,7 @@ class thread_pool {
     bool& in_task = in_parallel_task();
     in_task = true;
     context_scope scope(context);
+    workspace_scope workspace;  // what a task leaves allocated is given back when it ends
     job& j = *static_cast<job*>(env->sync_handle);
     try {
       if (f(task_id, env, cdata) != 0) fail(j, task_id, nullptr);

@@ -34,9 +34,28 @@ class workspace_arena {
     }
     chunk& c = chunks_[current_];
     void* p = c.memory.get() + c.used;
-    stack_.push_back({p, current_, c.used, false});
+    stack_.push_back({p, current_, c.used, n, false});
     c.used += n;
+    in_use_ += n;
     return p;
+  }
+
+  /// Bytes handed out and not yet released.
+  [[nodiscard]] std::uint64_t in_use() const noexcept { return in_use_; }
+
+  /// Where the stack stands now; release_to(mark) gives back everything allocated since,
+  /// freed or not (a kernel that never frees its workspace does not grow the arena run
+  /// after run).
+  [[nodiscard]] std::size_t mark() const noexcept { return stack_.size(); }
+  void release_to(std::size_t mark) noexcept {
+    while (stack_.size() > mark) {
+      const block& b = stack_.back();
+      chunks_[b.chunk].used = b.offset;
+      current_ = b.chunk;
+      in_use_ -= b.size;
+      stack_.pop_back();
+    }
+    if (stack_.empty()) current_ = 0;
   }
 
   /// 0 on success, -1 for a pointer this thread did not allocate.
@@ -44,13 +63,9 @@ class workspace_arena {
     auto it = std::find_if(stack_.rbegin(), stack_.rend(), [p](const block& b) { return b.ptr == p && !b.freed; });
     if (it == stack_.rend()) return -1;
     it->freed = true;
-    while (!stack_.empty() && stack_.back().freed) {
-      const block& b = stack_.back();
-      chunks_[b.chunk].used = b.offset;
-      current_ = b.chunk;
-      stack_.pop_back();
-    }
-    if (stack_.empty()) current_ = 0;
+    std::size_t top = stack_.size();
+    while (top > 0 && stack_[top - 1].freed) --top;
+    release_to(top);
     return 0;
   }
 
@@ -72,11 +87,26 @@ class workspace_arena {
     void* ptr;
     std::size_t chunk;
     std::size_t offset;
+    std::size_t size;
     bool freed;
   };
   std::vector<chunk> chunks_;
   std::vector<block> stack_;
   std::size_t current_ = 0;
+  std::uint64_t in_use_ = 0;
+};
+
+/// Gives back, when it ends, the workspace this thread took during its life.
+class workspace_scope {
+ public:
+  workspace_scope() noexcept : arena_(workspace_arena::this_thread()), mark_(arena_.mark()) {}
+  ~workspace_scope() { arena_.release_to(mark_); }
+  workspace_scope(const workspace_scope&) = delete;
+  workspace_scope& operator=(const workspace_scope&) = delete;
+
+ private:
+  workspace_arena& arena_;
+  std::size_t mark_;
 };
 
 }  // namespace detail
