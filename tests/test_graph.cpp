@@ -3,8 +3,28 @@
 #include <boost/json.hpp>
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <future>
 #include <string>
+
+#include <cstdio>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define GEXEC_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GEXEC_TEST_UNDER_ASAN 1
+#endif
+#endif
 
 namespace json = boost::json;
 
@@ -239,4 +259,196 @@ TEST_CASE("a syntax error on a later line reports that line") {
   } catch (const gexec::error& e) {
     CHECK(std::string(e.what()).find("(line 3)") != std::string::npos);
   }
+}
+
+namespace {
+
+/// kGraph with `from` (which must occur in it) replaced by `to`.
+std::string graph_with(const std::string& from, const std::string& to) {
+  std::string text = kGraph;
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+gexec::error parse_error(const std::string& text) {
+  try {
+    (void)gexec::parse_graph(text);
+  } catch (const gexec::error& e) {
+    return e;
+  }
+  FAIL("accepted the graph");
+  return gexec::error(gexec::errc::unsupported, "unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("a key repeated in any object of the graph is rejected with its JSON path") {
+  struct dup {
+    const char* what;
+    std::string text;
+    const char* message;
+  };
+  std::string many_attrs = R"("func_name": "fused_dense", )";
+  for (int i = 0; i < 40; ++i) many_attrs += "\"extra" + std::to_string(i) + "\": \"" + std::to_string(i) + "\", ";
+  const dup cases[] = {
+      {"top level", graph_with(R"("arg_nodes": [0, 1],)", R"("arg_nodes": [0, 1], "arg_nodes": [1, 0],)"),
+       "graph: arg_nodes: duplicate key \"arg_nodes\""},
+      {"node", graph_with(R"("name": "dense",)", R"("name": "dense", "name": "other",)"), "graph: nodes[2].name: duplicate key \"name\""},
+      {"node attrs", graph_with(R"("func_name": "fused_dense",)", R"("func_name": "fused_dense", "func_name": "evil",)"),
+       "graph: nodes[2].attrs.func_name: duplicate key \"func_name\""},
+      {"escaped spelling of the same key", graph_with(R"("func_name": "fused_dense",)", R"("func_name": "fused_dense", "func_n\u0061me": "evil",)"),
+       "graph: nodes[2].attrs.func_name: duplicate key \"func_name\""},
+      {"an object of many keys", graph_with(R"("func_name": "fused_dense",)", many_attrs + R"("extra7": "again",)"),
+       "graph: nodes[2].attrs.extra7: duplicate key \"extra7\""},
+      {"graph attrs", graph_with(R"("storage_id": ["list_int", [0, 1, 2, 2, 3, 4]],)", R"("storage_id": ["list_int", [0, 1, 2, 2, 3, 4]], "storage_id": ["list_int", [0, 0, 0, 0, 0, 0]],)"),
+       "graph: attrs.storage_id: duplicate key \"storage_id\""},
+      {"metadata", graph_with(R"({"signature": "anything"})", R"({"signature": "anything", "x": [{"a": 1, "a": 2}]})"),
+       "graph: metadata.x[0].a: duplicate key \"a\""},
+  };
+  for (const dup& c : cases) {
+    CAPTURE(std::string(c.what));
+    auto e = parse_error(c.text);
+    CHECK(e.code() == gexec::errc::invalid_graph);
+    CHECK_MESSAGE(std::string(e.what()).find(c.message) != std::string::npos, std::string(e.what()));
+  }
+  // Equal keys in different objects are no duplicates, and many keys in one object are fine.
+  check_graph_content(gexec::parse_graph(kGraph));
+  auto wide = gexec::parse_graph(graph_with(R"("func_name": "fused_dense",)", many_attrs));
+  CHECK(wide->nodes[2].extra_attrs.size() == 2 + 40);
+}
+
+TEST_CASE("names with control characters are refused; JSON paths in messages escape them") {
+  struct bad {
+    const char* what;
+    std::string text;
+    const char* message;
+  };
+  const bad cases[] = {
+      {"NUL in a node name", graph_with(R"("name": "dense",)", R"("name": "de\u0000nse",)"),
+       R"(graph: nodes[2].name: node name "de\x00nse" contains a control character)"},
+      {"newline in an input's name", graph_with(R"("name": "x",)", R"("name": "x\ny",)"),
+       R"(graph: nodes[0].name: node name "x\x0ay" contains a control character)"},
+      {"NUL in func_name", graph_with(R"("func_name": "fused_dense",)", R"("func_name": "fused\u0000_dense",)"),
+       R"(graph: nodes[2].attrs.func_name: "fused\x00_dense" contains a control character)"},
+      {"NUL in an unknown key", graph_with(R"("name": "dense",)", R"("name": "dense", "ev\u0000il": 1,)"),
+       R"(graph: nodes[2].ev\x00il: unknown node key)"},
+      {"NUL in an unknown op", graph_with(R"("op": "tvm_op", "name": "dense")", R"("op": "tvm\u0000op", "name": "dense")"),
+       R"(graph: nodes[2].op: unknown op "tvm\x00op")"},
+  };
+  for (const bad& c : cases) {
+    CAPTURE(std::string(c.what));
+    auto e = parse_error(c.text);
+    CHECK(e.code() == gexec::errc::invalid_graph);
+    const std::string message = e.what();
+    CHECK_MESSAGE(message.find(c.message) != std::string::npos, message);
+    CHECK(message.find('\0') == std::string::npos);  // what() read as a C string is the whole message
+  }
+  // The same check holds for graphs made in C++ (validate() is the one gate).
+  gexec::graph g = gexec::parse_graph(kGraph).get();
+  g.nodes[4].name = std::string("spl\0it", 6);
+  try {
+    (void)gexec::validate(g);
+    FAIL("accepted a NUL in a node name");
+  } catch (const gexec::error& e) {
+    CHECK(e.code() == gexec::errc::invalid_graph);
+    CHECK(std::string(e.what()).find(R"(nodes[4].name: node name "spl\x00it" contains a control character)") != std::string::npos);
+  }
+  // Names with other characters (UTF-8, punctuation) are fine.
+  auto ok = gexec::parse_graph(graph_with(R"("name": "dense",)", R"("name": "d\u00e9nse/0:1 \"q\"",)"));
+  CHECK(ok->nodes[2].name == "d\xc3\xa9nse/0:1 \"q\"");
+}
+
+TEST_CASE("shapes of more dimensions than gexec's limit are rejected at validation") {
+  std::string dims = "[";
+  for (int i = 0; i <= gexec::max_ndim; ++i) dims += i ? ", 1" : "1";
+  dims += "]";
+  auto e = parse_error(graph_with("[[2, 4], [3, 4]", "[" + dims + ", [3, 4]"));
+  CHECK(e.code() == gexec::errc::invalid_graph);
+  CHECK(std::string(e.what()).find("attrs.shape[1][0]: has 65 dimensions, more than gexec's limit of 64") != std::string::npos);
+}
+
+TEST_CASE("load_graph_file reads regular files only: a FIFO, a directory or a device is an io error naming the path") {
+  const auto dir = std::filesystem::temp_directory_path() / ("gexec_test_graph_files_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  struct remove_at_end {
+    std::filesystem::path path;
+    ~remove_at_end() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } cleanup{dir};
+  const auto fifo = dir / "graph.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  struct special {
+    std::filesystem::path path;
+    const char* kind;
+  };
+  for (const special& s : {special{fifo, "a FIFO"}, special{dir, "a directory"}, special{"/dev/null", "a character device"}}) {
+    CAPTURE(s.path);
+    // Run apart, so that a call blocked on the FIFO (no writer) fails the test instead of hanging it.
+    auto result = std::async(std::launch::async, [&]() -> std::string {
+      try {
+        (void)gexec::load_graph_file(s.path);
+      } catch (const gexec::error& e) {
+        return std::string(gexec::to_string(e.code())) + ": " + e.what();
+      } catch (const std::exception& e) {
+        return std::string("not a gexec::error: ") + e.what();
+      }
+      return "no error";
+    });
+    if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // releases the blocked reader
+      if (fd >= 0) ::close(fd);
+      result.wait();
+      FAIL("load_graph_file blocked on " << s.path);
+    }
+    const std::string r = result.get();
+    CHECK_MESSAGE(r.rfind("io: ", 0) == 0, r);
+    CHECK_MESSAGE(r.find("graph file " + s.path.string() + " is " + s.kind + ", not a regular file") != std::string::npos, r);
+  }
+  // A regular file still loads.
+  const auto path = dir / "graph.json";
+  std::ofstream(path) << kGraph;
+  check_graph_content(gexec::load_graph_file(path));
+}
+
+TEST_CASE("a graph file larger than memory can hold is an out_of_memory error naming the path, not std::bad_alloc") {
+#if defined(GEXEC_TEST_UNDER_ASAN)
+  MESSAGE("AddressSanitizer aborts on failed allocations instead of failing them; skipped");
+#else
+  const auto path = std::filesystem::temp_directory_path() / ("gexec_test_graph_sparse_" + std::to_string(::getpid()) + ".json");
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+  const bool made = ::ftruncate(fd, off_t{64} << 30) == 0;  // 64 GiB, all a hole
+  ::close(fd);
+  if (!made) {
+    std::filesystem::remove(path);
+    MESSAGE("the filesystem has no 64 GiB sparse files; skipped");
+    return;
+  }
+  // In a child whose address space is limited to 4 GiB, whatever the machine's memory.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    rlimit limit{rlim_t{4} << 30, rlim_t{4} << 30};
+    int status = ::setrlimit(RLIMIT_AS, &limit) == 0 ? 3 : 4;
+    try {
+      (void)gexec::load_graph_file(path);
+    } catch (const gexec::error& e) {
+      const std::string m = e.what();
+      if (e.code() == gexec::errc::out_of_memory && m.find("to read graph file " + path.string()) != std::string::npos) status = 0;
+      else std::fprintf(stderr, "child: %s\n", e.what());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: not a gexec::error: %s\n", e.what());
+    }
+    ::_exit(status);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  std::filesystem::remove(path);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+#endif
 }

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <climits>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -110,4 +112,85 @@ TEST_CASE("DLPack export and import share storage and call the deleter exactly o
   }
   CHECK(deleted == 1);
   CHECK_THROWS_AS((void)gexec::ndarray::from_dlpack(nullptr), gexec::error);
+}
+
+namespace {
+
+gexec::error view_error(const DLTensor& t) {
+  try {
+    (void)gexec::ndarray::view(t, nullptr);
+  } catch (const gexec::error& e) {
+    return e;
+  }
+  FAIL("viewed a malformed DLTensor");
+  return gexec::error(gexec::errc::unsupported, "unreachable");
+}
+
+bool mentions(const gexec::error& e, const std::string& s) { return std::string(e.what()).find(s) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("view and from_dlpack refuse malformed DLTensors with invalid_argument naming the fault") {
+  float data[4] = {1, 2, 3, 4};
+  std::vector<std::int64_t> shape{2, 2}, negative{2, -2}, huge{std::int64_t{1} << 40, std::int64_t{1} << 40};
+  std::vector<std::int64_t> many(gexec::max_ndim + 1, 1);
+  const auto f32 = gexec::dtypes::float32;
+  struct bad {
+    const char* what;
+    DLTensor t;
+    const char* message;
+  };
+  const bad cases[] = {
+      {"ndim -1", DLTensor{data, gexec::cpu(), -1, f32, shape.data(), nullptr, 0}, "negative ndim -1"},
+      {"ndim INT32_MIN", DLTensor{data, gexec::cpu(), INT32_MIN, f32, shape.data(), nullptr, 0}, "negative ndim -2147483648"},
+      {"ndim beyond the limit", DLTensor{data, gexec::cpu(), gexec::max_ndim + 1, f32, many.data(), nullptr, 0}, "ndim 65 exceeds gexec's limit of 64"},
+      {"ndim INT32_MAX", DLTensor{data, gexec::cpu(), INT32_MAX, f32, shape.data(), nullptr, 0}, "ndim 2147483647 exceeds"},
+      {"null shape", DLTensor{data, gexec::cpu(), 2, f32, nullptr, nullptr, 0}, "shape is null with ndim 2"},
+      {"negative dimension", DLTensor{data, gexec::cpu(), 2, f32, negative.data(), nullptr, 0}, "dimension 1 of shape [2, -2] is negative"},
+      {"overflowing size", DLTensor{data, gexec::cpu(), 2, f32, huge.data(), nullptr, 0}, "shape [1099511627776, 1099511627776] overflows"},
+      {"null data", DLTensor{nullptr, gexec::cpu(), 2, f32, shape.data(), nullptr, 0}, "data is null for a tensor of 16 bytes"},
+  };
+  for (const bad& c : cases) {
+    CAPTURE(std::string(c.what));
+    auto e = view_error(c.t);
+    CHECK(e.code() == gexec::errc::invalid_argument);
+    CHECK_MESSAGE(mentions(e, std::string("ndarray::view: malformed DLTensor: ") + c.message), std::string(e.what()));
+
+    // The DLPack import refuses it the same way, and releases the producer's tensor once.
+    static int deleted;
+    deleted = 0;
+    DLManagedTensor managed{c.t, nullptr, [](DLManagedTensor*) { ++deleted; }};
+    try {
+      (void)gexec::ndarray::from_dlpack(&managed);
+      FAIL("imported a malformed DLTensor");
+    } catch (const gexec::error& e2) {
+      CHECK(e2.code() == gexec::errc::invalid_argument);
+      CHECK_MESSAGE(mentions(e2, std::string("from_dlpack: malformed DLTensor: ") + c.message), std::string(e2.what()));
+    }
+    CHECK(deleted == 1);
+  }
+
+  // What is well formed still views: 0-d with no shape, empty tensors with no data, strided views.
+  float scalar = 2.5f;
+  auto s = gexec::ndarray::view(DLTensor{&scalar, gexec::cpu(), 0, f32, nullptr, nullptr, 0}, nullptr);
+  CHECK(s.ndim() == 0);
+  CHECK(s.values<float>()[0] == 2.5f);
+  std::vector<std::int64_t> empty_shape{0, 3};
+  auto z = gexec::ndarray::view(DLTensor{nullptr, gexec::cpu(), 2, f32, empty_shape.data(), nullptr, 0}, nullptr);
+  CHECK(z.numel() == 0);
+  auto v = gexec::ndarray::view(DLTensor{data, gexec::cpu(), 2, f32, shape.data(), nullptr, 0}, nullptr);
+  CHECK(v.values<float>()[3] == 4.0f);
+  std::vector<std::int64_t> at_limit(gexec::max_ndim, 1);
+  CHECK(gexec::ndarray::view(DLTensor{data, gexec::cpu(), gexec::max_ndim, f32, at_limit.data(), nullptr, 0}, nullptr).ndim() == gexec::max_ndim);
+}
+
+TEST_CASE("empty refuses more dimensions than view accepts") {
+  try {
+    (void)gexec::ndarray::empty(std::vector<std::int64_t>(gexec::max_ndim + 1, 1), gexec::dtypes::float32);
+    FAIL("no error");
+  } catch (const gexec::error& e) {
+    CHECK(e.code() == gexec::errc::invalid_argument);
+    CHECK(mentions(e, "ndarray::empty: 65 dimensions exceed gexec's limit of 64"));
+  }
+  CHECK(gexec::ndarray::empty(std::vector<std::int64_t>(gexec::max_ndim, 1), gexec::dtypes::float32).numel() == 1);
 }

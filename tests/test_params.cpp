@@ -4,13 +4,32 @@
 
 #include "byte_builder.hpp"
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define GEXEC_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GEXEC_TEST_UNDER_ASAN 1
+#endif
+#endif
 
 namespace {
 
@@ -268,5 +287,291 @@ TEST_CASE("save_param_dict refuses what TVM's format cannot hold") {
   } catch (const gexec::error& e) {
     CHECK(e.code() == gexec::errc::invalid_argument);
     CHECK(std::string(e.what()).find("\"v\"") != std::string::npos);
+  }
+}
+
+namespace {
+
+/// A fresh, empty directory for one test, removed with everything in it at the end.
+struct temp_dir {
+  std::filesystem::path path;
+  explicit temp_dir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / ("gexec_test_params_" + name + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+/// The gexec::error that `f` throws within 10 s. A call still blocked then (on a FIFO with
+/// no writer) is released by opening `fifo` for writing, and the test fails saying so.
+template <class F>
+gexec::error error_within(F f, const std::filesystem::path& fifo = {}) {
+  auto result = std::async(std::launch::async, [&]() -> std::string {
+    try {
+      f();
+    } catch (const gexec::error& e) {
+      return std::to_string(static_cast<int>(e.code())) + "|" + e.what();
+    } catch (const std::exception& e) {
+      return std::string("0|not a gexec::error: ") + e.what();
+    }
+    return "0|no error";
+  });
+  if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    if (!fifo.empty()) {
+      int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) ::close(fd);
+    }
+    result.wait();
+    FAIL("the call blocked instead of refusing the file");
+  }
+  const std::string r = result.get();
+  const auto bar = r.find('|');
+  const auto code = static_cast<gexec::errc>(std::stoi(r.substr(0, bar)));
+  if (static_cast<int>(code) == 0) FAIL(r.substr(bar + 1));
+  return gexec::error(code, r.substr(bar + 1));
+}
+
+bool mentions(const gexec::error& e, const std::string& s) { return std::string(e.what()).find(s) != std::string::npos; }
+
+/// Bytes this process has read through read() and pread() (Linux /proc/self/io), or -1.
+long long bytes_read_so_far() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  long long value = -1;
+  while (io >> key >> value)
+    if (key == "rchar:") return value;
+  return -1;
+}
+
+/// A sparse file of `size` bytes starting with `head`; false if the filesystem cannot hold it.
+bool sparse_file(const std::filesystem::path& path, std::uint64_t size, std::span<const std::byte> head) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+  bool ok = ::ftruncate(fd, static_cast<off_t>(size)) == 0;
+  if (ok) ok = ::pwrite(fd, head.data(), head.size(), 0) == static_cast<ssize_t>(head.size());
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+TEST_CASE("parameter files that are not regular files are refused, naming the path, before a byte is read") {
+  temp_dir dir("not_regular");
+  const auto fifo = dir.path / "params.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (auto mode : {gexec::load_mode::copy, gexec::load_mode::mmap}) {
+    CAPTURE(static_cast<int>(mode));
+    // A FIFO with no writer: opening it for reading would wait for ever.
+    auto e = error_within([&] { (void)gexec::load_param_dict_file(fifo, mode); }, fifo);
+    CHECK(e.code() == gexec::errc::io);
+    CHECK(mentions(e, "parameter file " + fifo.string() + " is a FIFO, not a regular file"));
+    e = error_within([&] { (void)gexec::load_param_dict_file(dir.path, mode); });
+    CHECK(e.code() == gexec::errc::io);
+    CHECK(mentions(e, "parameter file " + dir.path.string() + " is a directory, not a regular file"));
+    e = error_within([&] { (void)gexec::load_param_dict_file("/dev/zero", mode); });
+    CHECK(e.code() == gexec::errc::io);
+    CHECK(mentions(e, "parameter file /dev/zero is a character device, not a regular file"));
+  }
+  // Regular files still load, both ways; and a path that became a FIFO is refused too.
+  auto path = dir.path / "ok.params";
+  auto blob = reference_blob().b;
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(blob.data()), static_cast<std::streamsize>(blob.size()));
+  check_reference_dict(gexec::load_param_dict_file(path));
+  check_reference_dict(gexec::load_param_dict_file(path, gexec::load_mode::mmap));
+  // save_param_dict_file writes regular files only, too.
+  auto e = error_within([&] { gexec::save_param_dict_file(gexec::load_param_dict_file(path), dir.path); });
+  CHECK(e.code() == gexec::errc::io);
+  CHECK(mentions(e, dir.path.string()));
+}
+
+TEST_CASE("a large file that is not a parameter blob is refused after reading its header only") {
+  if (bytes_read_so_far() < 0) {
+    MESSAGE("no /proc/self/io: cannot count the bytes read; skipped");
+    return;
+  }
+  temp_dir dir("large_bad");
+  const auto path = dir.path / "sparse.params";
+  constexpr std::uint64_t gib = std::uint64_t{1} << 30;
+  struct case_t {
+    const char* what;
+    bytes head;
+    gexec::errc code;
+    std::string message;
+  };
+  bytes bad_magic;
+  bad_magic.u8(0xFF);
+  bytes many_names;
+  many_names.u64(list_magic).u64(0).u64(std::uint64_t{1} << 40);
+  bytes long_name;
+  long_name.u64(list_magic).u64(0).u64(1).u64(std::uint64_t{1} << 40);
+  bytes huge_tensor;  // its data would be 1 TiB, in a 1 GiB file
+  huge_tensor.u64(list_magic).u64(0).u64(1).str("w").u64(1);
+  record_head(huge_tensor, kDLFloat, 32, {std::int64_t{1} << 38}).i64(std::int64_t{1} << 40);
+  const case_t cases[] = {
+      {"bad magic", bad_magic, gexec::errc::invalid_params, "params " + path.string() + ": header: not a parameter blob (bad magic) (at byte 8)"},
+      {"name count", many_names, gexec::errc::invalid_params, "header: truncated: names count 1099511627776 exceeds what the remaining"},
+      {"name length", long_name, gexec::errc::invalid_params, "header: truncated: name needs 1099511627776 bytes"},
+      {"tensor size", huge_tensor, gexec::errc::invalid_params, "tensor 0 (\"w\"): truncated: tensor data needs 1099511627776 bytes"},
+  };
+  for (const case_t& c : cases) {
+    CAPTURE(std::string(c.what));
+    REQUIRE(sparse_file(path, gib, c.head.b));
+    for (auto mode : {gexec::load_mode::copy, gexec::load_mode::mmap}) {
+      CAPTURE(static_cast<int>(mode));
+      const long long before = bytes_read_so_far();
+      auto e = error_within([&] { (void)gexec::load_param_dict_file(path, mode); });
+      const long long read = bytes_read_so_far() - before;
+      CHECK(e.code() == c.code);
+      CHECK_MESSAGE(mentions(e, c.message), std::string(e.what()));
+      // One buffer of the header, not the gigabyte behind it.
+      CHECK(read < (1 << 20));
+    }
+  }
+}
+
+TEST_CASE("sizes a large sparse file really has, but memory cannot hold, are out_of_memory errors, not std::bad_alloc") {
+#if defined(GEXEC_TEST_UNDER_ASAN)
+  MESSAGE("AddressSanitizer aborts on failed allocations instead of failing them; skipped");
+  return;
+#else
+  temp_dir dir("large_sparse");
+  const auto path = dir.path / "sparse.params";
+  constexpr std::uint64_t size = std::uint64_t{64} << 30;  // 64 GiB, nearly all a hole
+  bytes big_tensor;  // one float32 tensor that fills the file
+  big_tensor.u64(list_magic).u64(0).u64(1).str("w").u64(1);
+  const std::uint64_t head = big_tensor.b.size() + 48 + 8;
+  const std::uint64_t elements = (size - head) / 4;
+  record_head(big_tensor, kDLFloat, 32, {static_cast<std::int64_t>(elements)}).i64(static_cast<std::int64_t>(elements * 4));
+  bytes big_name;  // a 32 GiB name
+  big_name.u64(list_magic).u64(0).u64(1).u64(std::uint64_t{32} << 30);
+  for (const auto* head_bytes : {&big_tensor, &big_name}) {
+    if (!sparse_file(path, head_bytes == &big_tensor ? elements * 4 + head : size, head_bytes->b)) {
+      MESSAGE("the filesystem of " << path << " has no 64 GiB sparse files; skipped");
+      return;
+    }
+    for (auto mode : {gexec::load_mode::copy, gexec::load_mode::mmap}) {
+      CAPTURE(static_cast<int>(mode));
+      // In a child whose address space is limited to 4 GiB, so that no allocation of
+      // that size succeeds, whatever the machine's memory and overcommit policy.
+      const pid_t child = ::fork();
+      REQUIRE(child >= 0);
+      if (child == 0) {
+        rlimit limit{std::uint64_t{4} << 30, std::uint64_t{4} << 30};
+        int status = ::setrlimit(RLIMIT_AS, &limit) == 0 ? 3 : 4;
+        try {
+          (void)gexec::load_param_dict_file(path, mode);
+          status = 5;  // loaded: impossible within the limit
+        } catch (const gexec::error& e) {
+          const std::string m = e.what();
+          const bool named = m.find(path.string()) != std::string::npos;
+          if (e.code() == gexec::errc::out_of_memory && named) status = 0;
+          if (!status) {
+            if (mode == gexec::load_mode::mmap && m.find("cannot map") == std::string::npos) status = 6;
+            if (mode == gexec::load_mode::copy && head_bytes == &big_tensor &&
+                m.find("tensor 0 (\"w\"): cannot allocate " + std::to_string(elements * 4) + " bytes for the tensor data") == std::string::npos)
+              status = 7;
+            if (mode == gexec::load_mode::copy && head_bytes == &big_name && m.find("header: out of memory") == std::string::npos)
+              status = 8;
+          }
+          if (status) std::fprintf(stderr, "child: %s\n", e.what());
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "child: not a gexec::error: %s\n", e.what());
+          status = 9;
+        }
+        ::_exit(status);
+      }
+      int status = 0;
+      REQUIRE(::waitpid(child, &status, 0) == child);
+      CHECK(WIFEXITED(status));
+      CHECK(WEXITSTATUS(status) == 0);
+    }
+  }
+#endif
+}
+
+TEST_CASE("a mapped file holds a shared flock while views of it live; cooperating writers see it in use") {
+  temp_dir dir("mmap_lock");
+  const auto path = dir.path / "mapped.params";
+  // Names of 4 + 4 bytes put both float32[2] tensors at 8-byte aligned offsets: views.
+  bytes aligned;
+  aligned.u64(list_magic).u64(0).u64(2).str("wwww").str("bbbb").u64(2);
+  const float a[] = {1, 2}, b[] = {3, 4};
+  record_head(aligned, kDLFloat, 32, {2}).i64(8).raw(a, 8);
+  record_head(aligned, kDLFloat, 32, {2}).i64(8).raw(b, 8);
+  const auto& blob = aligned.b;
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(blob.data()), static_cast<std::streamsize>(blob.size()));
+  auto exclusive_lock_free = [&] {
+    int fd = ::open(path.c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    ::close(fd);
+    return free;
+  };
+  gexec::param_dict replacement;
+  replacement.set("x", gexec::ndarray::from_values<float>({1}, {5.0f}));
+  {
+    gexec::ndarray kept;
+    {
+      auto mapped = gexec::load_param_dict_file(path, gexec::load_mode::mmap);
+      CHECK_FALSE(exclusive_lock_free());
+      kept = mapped.at("bbbb");
+    }
+    CHECK_FALSE(exclusive_lock_free());  // a view into the mapping lives on
+    auto e = error_within([&] { gexec::save_param_dict_file(replacement, path); });
+    CHECK(e.code() == gexec::errc::io);
+    CHECK(mentions(e, "parameter file " + path.string() + " is in use"));
+    CHECK(kept.values<float>()[1] == 4.0f);  // the file was not truncated under the view
+  }
+  CHECK(exclusive_lock_free());
+  // Copy mode keeps nothing open.
+  CHECK(gexec::load_param_dict_file(path).at("bbbb").values<float>()[0] == 3.0f);
+  CHECK(exclusive_lock_free());
+  // A writer's exclusive lock makes loading refuse the file, in both modes.
+  {
+    int fd = ::open(path.c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    REQUIRE(::flock(fd, LOCK_EX) == 0);
+    for (auto mode : {gexec::load_mode::copy, gexec::load_mode::mmap}) {
+      auto e = error_within([&] { (void)gexec::load_param_dict_file(path, mode); });
+      CHECK(e.code() == gexec::errc::io);
+      CHECK(mentions(e, "parameter file " + path.string() + " is being written"));
+    }
+    ::close(fd);
+  }
+  gexec::save_param_dict_file(replacement, path);
+  CHECK(gexec::load_param_dict_file(path, gexec::load_mode::mmap).at("x").values<float>()[0] == 5.0f);
+}
+
+TEST_CASE("copy mode reads tensors of any size and alignment straight from the file") {
+  // Larger than the reader's buffer, at an odd offset, after a small tensor.
+  gexec::param_dict d;
+  std::vector<float> big(100000);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i);
+  d.set("odd", gexec::ndarray::from_values<std::int8_t>({3}, {1, 2, 3}));
+  d.set("big", gexec::ndarray::from_values<float>({100000}, std::span<const float>(big)));
+  d.set("after", gexec::ndarray::from_values<double>({2}, {0.5, -0.5}));
+  temp_dir dir("copy_sizes");
+  const auto path = dir.path / "sizes.params";
+  gexec::save_param_dict_file(d, path);
+  for (auto mode : {gexec::load_mode::copy, gexec::load_mode::mmap}) {
+    auto back = gexec::load_param_dict_file(path, mode);
+    CHECK(gexec::save_param_dict(back) == gexec::save_param_dict(d));
+    CHECK(back.at("big").values<float>()[99999] == 99999.0f);
+    if (mode == gexec::load_mode::copy)
+      for (const auto& item : back) CHECK(item.second.is_aligned());
+  }
+  // Cut anywhere, a file is refused as truncated, naming the path.
+  auto blob = gexec::save_param_dict(d);
+  for (std::size_t n : {std::size_t{0}, std::size_t{20}, std::size_t{100}, blob.size() / 2, blob.size() - 1}) {
+    CAPTURE(n);
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(blob.data()), static_cast<std::streamsize>(n));
+    auto e = error_within([&] { (void)gexec::load_param_dict_file(path); });
+    CHECK(e.code() == gexec::errc::invalid_params);
+    CHECK(mentions(e, "params " + path.string()));
+    CHECK(mentions(e, "truncated"));
   }
 }

@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 GEXEC_NAMESPACE_BEGIN
@@ -36,20 +38,33 @@ benchmark_result benchmark(F&& f, benchmark_options opt = {}) {
   using clock = std::chrono::steady_clock;
   benchmark_result r;
   f();  // warm-up, as TVM's time evaluator does
-  int number = std::max(opt.number, 1);
+  // Calls per measurement, in 64 bits and capped: a call too fast for the clock (or one
+  // the compiler removed) makes the estimate below huge or infinite, and growing `number`
+  // must neither overflow nor go on for ever. A measurement made at the cap is the last
+  // of its repeat, however short it was.
+  constexpr std::int64_t max_number = std::int64_t{1} << 40;
+  std::int64_t number = std::clamp<std::int64_t>(opt.number, 1, max_number);
   for (int i = 0; i < opt.repeat; ++i) {
     if (i > 0 && opt.cooldown_interval_ms > 0 && opt.repeats_to_cooldown > 0 && i % opt.repeats_to_cooldown == 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(opt.cooldown_interval_ms));
     double ms = 0;
     int zero_times = 0;
+    bool at_cap = false;
     do {
-      if (ms > 0) number = std::max(static_cast<int>(opt.min_repeat_ms / (ms / number) + 1), static_cast<int>(number * 1.618));
+      if (ms > 0) {
+        // TVM's rule: enough calls for min_repeat_ms at the last rate, and at least 1.618x more.
+        const double per_call_ms = ms / static_cast<double>(number);
+        const double wanted = std::max(opt.min_repeat_ms / per_call_ms + 1, static_cast<double>(number) * 1.618);
+        number = wanted >= static_cast<double>(max_number) ? max_number
+                                                           : std::max(number + 1, static_cast<std::int64_t>(wanted));
+      }
+      at_cap = number >= max_number;
       auto t0 = clock::now();
-      for (int j = 0; j < number; ++j) f();
+      for (std::int64_t j = 0; j < number; ++j) f();
       ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
       if (ms == 0) ++zero_times;
-    } while (ms < opt.min_repeat_ms && zero_times < opt.limit_zero_time_iterations);
-    r.results.push_back(ms / 1e3 / number);
+    } while (ms < opt.min_repeat_ms && zero_times < opt.limit_zero_time_iterations && !at_cap);
+    r.results.push_back(ms / 1e3 / static_cast<double>(number));
   }
   if (r.results.empty()) return r;
   std::vector<double> sorted = r.results;

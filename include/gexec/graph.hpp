@@ -12,20 +12,21 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "detail/byte_io.hpp"
 #include "detail/json_reader.hpp"
 #include "detail/shape.hpp"
 #include "device.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
+#include "ndarray.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 
@@ -93,6 +94,11 @@ inline void check_graph(const graph& g) {
   for (std::size_t i = 0; i < n_nodes; ++i) {
     const node& n = g.nodes[i];
     const auto at = nodes_at[i];
+    // Names reach error messages, logs and C strings: a NUL would cut them short there.
+    if (detail::has_control_character(n.name))
+      json_fail(at / "name", "node name \"" + detail::printable(n.name) + "\" contains a control character");
+    if (detail::has_control_character(n.func_name))
+      json_fail(at / "attrs" / "func_name", "\"" + detail::printable(n.func_name) + "\" contains a control character");
     std::uint64_t expected = std::uint64_t{g.node_row_ptr[i]} + n.num_outputs;
     if (g.node_row_ptr[i + 1] != expected)
       json_fail(row_at[i + 1], "is " + std::to_string(g.node_row_ptr[i + 1]) + ", expected " + std::to_string(expected) +
@@ -110,7 +116,7 @@ inline void check_graph(const graph& g) {
       if (n.func_name == "__copy" && (n.inputs.size() != 1 || n.num_outputs != 1))
         json_fail(at, "__copy node \"" + n.name + "\" must have 1 input and 1 output");
     } else {
-      json_fail(at / "op", "unknown op \"" + n.op + "\" (expected \"null\" or \"tvm_op\")");
+      json_fail(at / "op", "unknown op \"" + detail::printable(n.op) + "\" (expected \"null\" or \"tvm_op\")");
     }
     for (std::size_t j = 0; j < n.inputs.size(); ++j) {
       const node_entry& e = n.inputs[j];
@@ -172,6 +178,9 @@ inline void check_graph(const graph& g) {
   std::vector<std::int64_t> first_entry_of_storage(n_entries, -1);
   for (std::size_t e = 0; e < n_entries; ++e) {
     const auto& shape = g.attrs.shape[e];
+    if (shape.size() > static_cast<std::size_t>(max_ndim))
+      json_fail(shape_at[e], "has " + std::to_string(shape.size()) + " dimensions, more than gexec's limit of " +
+                                 std::to_string(max_ndim));
     for (std::size_t d = 0; d < shape.size(); ++d)
       if (shape[d] < 0) json_fail(shape_at[e][d], "dimension " + std::to_string(shape[d]) + " is negative");
     if (!is_supported(g.attrs.dltype[e]))
@@ -303,7 +312,7 @@ inline const boost::json::value& typed_attr(const boost::json::value& v, const j
   const auto& a = json_array(v, at);
   if (a.size() != 2) json_fail(at, "expected [\"" + std::string(type) + "\", value], got " + json_excerpt(v));
   std::string_view tag = json_string(a[0], at[0]);
-  if (tag != type) json_fail(at[0], "expected \"" + std::string(type) + "\", got \"" + std::string(tag) + "\"");
+  if (tag != type) json_fail(at[0], "expected \"" + std::string(type) + "\", got \"" + printable(tag) + "\"");
   return a[1];
 }
 
@@ -330,7 +339,7 @@ inline void read_graph_attrs(graph_attrs& attrs, const boost::json::value& v, co
       for_each_element(typed_attr(value, kat, "list_str"), vat, [&](const auto& s, const json_path& sat) {
         std::string_view name = json_string(s, sat);
         auto t = try_parse_dtype(name);
-        if (!t) json_fail(sat, "unknown dtype \"" + std::string(name) + "\"");
+        if (!t) json_fail(sat, "unknown dtype \"" + printable(name) + "\"");
         attrs.dltype.push_back(*t);
       });
       seen |= 2;
@@ -361,23 +370,29 @@ inline void read_graph_attrs(graph_attrs& attrs, const boost::json::value& v, co
 }
 
 inline boost::json::value parse_json_text(std::string_view text, boost::json::storage_ptr sp) {
-  boost::json::stream_parser p(sp);
+  boost::json::basic_parser<strict_json_handler> p(boost::json::parse_options{});
+  p.handler().st.reset(std::move(sp));
   boost::system::error_code ec;
-  std::size_t used = p.write(text.data(), text.size(), ec);  // text after the value is an error too
-  if (!ec && used == text.size()) p.finish(ec);
+  std::size_t used = p.write_some(false, text.data(), text.size(), ec);
+  if (!p.handler().duplicate_at.empty()) {
+    throw error(errc::invalid_graph, "graph: " + p.handler().duplicate_at + ": duplicate key \"" +
+                                         p.handler().duplicate_key + "\" (an object names each key once)");
+  }
+  if (!ec && used != text.size()) ec = boost::json::error::extra_data;  // text after the value
   if (ec) {
     std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(used), '\n'));
     throw error(errc::invalid_json, "graph JSON: " + ec.message() + " at byte " + std::to_string(used) + " (line " +
                                         std::to_string(line) + ")");
   }
-  return p.release();
+  return p.handler().st.release();
 }
 
 }  // namespace detail
 
 /// Reads and validates TVM graph JSON. Throws gexec::error with errc::invalid_json for
-/// text that is not JSON and errc::invalid_graph, naming the JSON path, for the rest.
-inline validated_graph parse_graph(std::string_view json_text) {
+/// text that is not JSON, errc::invalid_graph, naming the JSON path, for the rest (a key
+/// repeated in an object included), and errc::out_of_memory if the document does not fit.
+inline validated_graph parse_graph(std::string_view json_text) try {
   using namespace detail;
   boost::json::monotonic_resource arena;
   boost::json::value doc = parse_json_text(json_text, &arena);
@@ -414,15 +429,15 @@ inline validated_graph parse_graph(std::string_view json_text) {
   for (unsigned bit = 0; bit < 5; ++bit)
     if (!(seen & (1u << bit))) json_fail(root, std::string("missing \"") + required[bit] + "\"");
   return validate(std::move(g));
+} catch (const std::bad_alloc&) {
+  throw error(errc::out_of_memory, "graph: out of memory for the " + std::to_string(json_text.size()) + " bytes of JSON");
 }
 
-/// Reads a graph JSON file; errc::io if it cannot be read.
+/// Reads a graph JSON file with one sized read. errc::io, naming the path, if it cannot
+/// be opened or read or is not a regular file (a FIFO, a directory, a device: refused
+/// before anything is read); errc::out_of_memory if it is larger than memory can hold.
 inline validated_graph load_graph_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw error(errc::io, "cannot open graph file " + path.string());
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw error(errc::io, "cannot read graph file " + path.string());
-  return parse_graph(text);
+  return parse_graph(detail::regular_file(path, "graph file").read_all());
 }
 
 /// Writes the graph as JSON that TVM v0.19's graph executor reads.

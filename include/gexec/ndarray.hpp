@@ -28,7 +28,31 @@ GEXEC_NAMESPACE_BEGIN
 /// Alignment of every buffer gexec allocates; TVM-compiled kernels assume it.
 inline constexpr std::size_t kernel_alignment = detail::host_alignment;
 
+/// The most dimensions a tensor may have in gexec (TVM's own graphs and parameter files
+/// stay far below it); a bound for DLTensors from elsewhere, whose ndim is trusted for
+/// reading `shape` and `strides`.
+inline constexpr int max_ndim = 64;
+
 namespace detail {
+
+/// Throws errc::invalid_argument, prefixed with `who`, naming what makes `t` unusable: an
+/// ndim out of [0, max_ndim], a null shape with ndim > 0, a negative dimension, a size
+/// that overflows, or null data for a tensor with elements. (Strides, where given, may
+/// be anything: strided tensors are viewed, and what needs compact ones checks them.)
+inline void check_dltensor(const DLTensor& t, const char* who) {
+  auto fail = [&](const std::string& why) {
+    throw error(errc::invalid_argument, std::string(who) + ": malformed DLTensor: " + why);
+  };
+  if (t.ndim < 0) fail("negative ndim " + std::to_string(t.ndim));
+  if (t.ndim > max_ndim) fail("ndim " + std::to_string(t.ndim) + " exceeds gexec's limit of " + std::to_string(max_ndim));
+  if (t.ndim > 0 && !t.shape) fail("shape is null with ndim " + std::to_string(t.ndim));
+  const std::span<const std::int64_t> shape(t.shape, static_cast<std::size_t>(t.ndim));
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] < 0) fail("dimension " + std::to_string(i) + " of shape " + shape_to_string(shape) + " is negative");
+  auto bytes = checked_byte_size(shape, t.dtype);
+  if (!bytes) fail("shape " + shape_to_string(shape) + " overflows the addressable size");
+  if (!t.data && *bytes != 0) fail("data is null for a tensor of " + std::to_string(*bytes) + " bytes");
+}
 
 struct ndarray_state {
   DLTensor tensor{};
@@ -56,6 +80,9 @@ class ndarray {
     if (device.device_type != kDLCPU)
       throw error(errc::unsupported, "ndarray::empty allocates host tensors only, not on " + to_string(device));
     if (!is_supported(dtype)) throw error(errc::invalid_dtype, "ndarray::empty: unsupported dtype " + to_string(dtype));
+    if (shape.size() > static_cast<std::size_t>(max_ndim))
+      throw error(errc::invalid_argument, "ndarray::empty: " + std::to_string(shape.size()) +
+                                              " dimensions exceed gexec's limit of " + std::to_string(max_ndim));
     auto bytes = detail::checked_byte_size(shape, dtype);
     if (!bytes)
       throw error(errc::invalid_argument, "ndarray::empty: shape " + detail::shape_to_string(shape) +
@@ -81,7 +108,27 @@ class ndarray {
   }
 
   /// A view of `t` (shape and strides are copied; data is not). `keepalive` owns the data.
+  /// A malformed `t` (see detail::check_dltensor) is errc::invalid_argument.
   static ndarray view(const DLTensor& t, std::shared_ptr<const void> keepalive) {
+    detail::check_dltensor(t, "ndarray::view");
+    return view_checked(t, std::move(keepalive));
+  }
+
+  /// Takes ownership of a DLPack tensor; its deleter runs when the last handle goes, or
+  /// at once if the tensor is malformed (errc::invalid_argument, see detail::check_dltensor).
+  static ndarray from_dlpack(DLManagedTensor* managed) {
+    if (!managed) throw error(errc::invalid_argument, "from_dlpack: null DLManagedTensor");
+    std::shared_ptr<const void> owner(managed, [](const void* p) {
+      auto* m = static_cast<DLManagedTensor*>(const_cast<void*>(p));
+      if (m->deleter) m->deleter(m);
+    });
+    const DLTensor& t = managed->dl_tensor;
+    detail::check_dltensor(t, "from_dlpack");
+    return view_checked(t, std::move(owner));
+  }
+
+ private:
+  static ndarray view_checked(const DLTensor& t, std::shared_ptr<const void> keepalive) {
     std::vector<std::int64_t> shape(t.shape, t.shape + t.ndim);
     std::vector<std::int64_t> strides;
     if (t.strides) strides.assign(t.strides, t.strides + t.ndim);
@@ -90,19 +137,8 @@ class ndarray {
     return a;
   }
 
-  /// Takes ownership of a DLPack tensor; its deleter runs when the last handle goes.
-  static ndarray from_dlpack(DLManagedTensor* managed) {
-    if (!managed) throw error(errc::invalid_argument, "from_dlpack: null DLManagedTensor");
-    std::shared_ptr<const void> owner(managed, [](const void* p) {
-      auto* m = static_cast<DLManagedTensor*>(const_cast<void*>(p));
-      if (m->deleter) m->deleter(m);
-    });
-    const DLTensor& t = managed->dl_tensor;
-    if (t.ndim < 0 || (t.ndim > 0 && !t.shape))
-      throw error(errc::invalid_argument, "from_dlpack: malformed DLTensor (ndim " + std::to_string(t.ndim) + ")");
-    return view(t, std::move(owner));
-  }
 
+ public:
   /// Exports a DLPack tensor sharing this one's storage; the consumer calls its deleter.
   [[nodiscard]] DLManagedTensor* to_dlpack() const {
     require_defined("to_dlpack");

@@ -1,22 +1,21 @@
 #pragma once
 // Parameter blobs: TVM's NDArray-list format (tvm.runtime.save_param_dict), read and
-// written bit for bit. Reading copies the tensors or, from a file, maps it and hands
-// out views that keep the mapping alive.
+// written bit for bit. Reading copies the tensors (the default) or, from a file, maps it
+// and hands out views that keep the mapping alive (load_mode::mmap: read its limits).
 
 #include "config.hpp"
 
 #include <dlpack/dlpack.h>
 
-#include <boost/interprocess/file_mapping.hpp>
-#include <boost/interprocess/mapped_region.hpp>
-
+#include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,6 +23,13 @@
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "detail/aligned_memory.hpp"
 #include "detail/byte_io.hpp"
 #include "detail/shape.hpp"
 #include "ndarray.hpp"
@@ -66,71 +72,165 @@ class param_dict {
   std::unordered_map<std::string, std::size_t> index_;
 };
 
+/// How load_param_dict_file reads a file. Copy is the default everywhere in gexec
+/// (load_param_dict_file, graph_executor::load_params_file, model loading); choose mmap
+/// only for files nothing rewrites while the tensors live.
 enum class load_mode {
-  copy,  ///< tensors own 64-byte aligned copies of their bytes
-  mmap,  ///< tensors view a private mapping of the file where their elements are naturally
-         ///< aligned there (not necessarily to 64 bytes), and are copies otherwise
+  copy,  ///< tensors own 64-byte aligned copies of their bytes; the file is closed on return
+  /// Tensors view a private (copy-on-write) mapping of the file where their elements are
+  /// naturally aligned there (not necessarily to 64 bytes), and are copies otherwise. The
+  /// mapping lives as long as any tensor from it, and its limits are the platform's:
+  ///  - the file must not be changed while views of it live: MAP_PRIVATE isolates the
+  ///    file from writes through the views, not the views from writes to the file, so
+  ///    pages not yet read (or not yet copied by a write) show another process's
+  ///    in-place writes, and a file truncated under the mapping raises SIGBUS on access
+  ///    to the pages past its new end, which no library can turn into an error;
+  ///  - only regular files are mapped (a FIFO, directory or device is refused);
+  ///  - while the mapping lives its file holds a shared advisory lock (flock LOCK_SH),
+  ///    so cooperating writers can see it in use: save_param_dict_file refuses to
+  ///    rewrite it then, and loading refuses a file whose exclusive lock a writer holds.
+  ///    A writer that ignores advisory locks (cp, an editor, a build tool, a filesystem
+  ///    that does not support them) can still change the views or cause SIGBUS.
+  /// Replace such files by writing a new file and renaming it over the old one: existing
+  /// mappings keep the old file.
+  mmap,
 };
 
 namespace detail {
 
-/// Reads one tensor record. With `keepalive` set, the tensor views the reader's bytes
-/// (which `keepalive` owns); otherwise it owns a copy.
-inline ndarray read_tensor_record(byte_reader& in, const std::shared_ptr<const void>& keepalive) {
-  auto magic = in.read<std::uint64_t>("tensor magic");
+/// Takes an advisory flock (LOCK_SH or LOCK_EX) without waiting: errc::io if another
+/// open file holds a conflicting one; where the filesystem has no flock, goes on unlocked.
+inline void lock_file(int fd, int operation, const std::string& name, const char* conflict) {
+  int rc;
+  do rc = ::flock(fd, operation | LOCK_NB);
+  while (rc != 0 && errno == EINTR);
+  if (rc == 0) return;
+  if (errno == EWOULDBLOCK) throw error(errc::io, name + " " + conflict);
+  // ENOLCK, EOPNOTSUPP, EINVAL: no advisory locks here; nothing to cooperate with.
+}
+
+/// A whole regular file mapped privately and read-write (writes through views change
+/// neither the file nor other mappings), locked shared (flock LOCK_SH) for as long as
+/// the mapping lives. See load_mode::mmap for what that does not protect against.
+class mapped_file {
+ public:
+  explicit mapped_file(const std::filesystem::path& path) : file_(path, "parameter file") {
+    lock_file(file_.fd(), LOCK_SH, file_.name(), "is being written (another process holds an exclusive flock on it)");
+    if (file_.size() == 0) return;
+    if (file_.size() > static_cast<std::uint64_t>(PTRDIFF_MAX))
+      throw error(errc::out_of_memory, "cannot map " + file_.name() + ": " + std::to_string(file_.size()) + " bytes");
+    size_ = static_cast<std::size_t>(file_.size());
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, file_.fd(), 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      throw error(err == ENOMEM ? errc::out_of_memory : errc::io,
+                  "cannot map " + file_.name() + ": " + std::generic_category().message(err));
+    }
+    address_ = p;
+  }
+  mapped_file(const mapped_file&) = delete;
+  mapped_file& operator=(const mapped_file&) = delete;
+  /// Unmaps, then (file_'s destructor) closes the file, which releases the lock.
+  ~mapped_file() {
+    if (address_) ::munmap(address_, size_);
+  }
+
+  [[nodiscard]] std::span<const std::byte> bytes() const noexcept {
+    return {static_cast<const std::byte*>(address_), address_ ? size_ : 0};
+  }
+
+ private:
+  regular_file file_;
+  void* address_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// Host storage for a tensor read from a blob, not zeroed (its bytes are about to be
+/// overwritten); errc::out_of_memory naming the tensor if it cannot be had.
+template <class Reader>
+ndarray allocate_tensor(const Reader& in, std::vector<std::int64_t>& shape, DLDataType dtype, std::uint64_t bytes) {
+  void* p = nullptr;
+  try {
+    p = allocate_aligned(bytes);
+  } catch (const error&) {
+    in.fail(errc::out_of_memory, "cannot allocate " + std::to_string(bytes) + " bytes for the tensor data");
+  }
+  std::shared_ptr<void> storage(p, &free_aligned);
+  // The padding after the elements (up to the alignment) is zeroed, as ndarray::empty's is.
+  const auto padded = align_up(bytes == 0 ? 1 : bytes, host_alignment);
+  std::memset(static_cast<std::byte*>(p) + bytes, 0, static_cast<std::size_t>(padded - bytes));
+  DLTensor t{p, cpu(), static_cast<std::int32_t>(shape.size()), dtype, shape.data(), nullptr, 0};
+  return ndarray::view(t, std::move(storage));
+}
+
+/// Reads one tensor record from a byte_reader or a file_reader. With `keepalive` set (a
+/// byte_reader only), the tensor views the reader's bytes (which `keepalive` owns) where
+/// they are aligned for it; otherwise it owns a copy.
+template <class Reader>
+ndarray read_tensor_record(Reader& in, const std::shared_ptr<const void>& keepalive) {
+  auto magic = in.template read<std::uint64_t>("tensor magic");
   if (magic != tensor_magic) {
     char hex[19];
     std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(magic));
     in.fail(std::string("bad tensor magic ") + hex);
   }
-  (void)in.read<std::uint64_t>("tensor reserved field");
-  auto device_type = in.read<std::int32_t>("device type");
-  (void)in.read<std::int32_t>("device id");
+  (void)in.template read<std::uint64_t>("tensor reserved field");
+  auto device_type = in.template read<std::int32_t>("device type");
+  (void)in.template read<std::int32_t>("device id");
   if (device_type != kDLCPU) in.fail("device type " + std::to_string(device_type) + " (saved tensors are always on the CPU)");
-  auto ndim = in.read<std::int32_t>("ndim");
+  auto ndim = in.template read<std::int32_t>("ndim");
   DLDataType dtype;
-  dtype.code = in.read<std::uint8_t>("dtype code");
-  dtype.bits = in.read<std::uint8_t>("dtype bits");
-  dtype.lanes = in.read<std::uint16_t>("dtype lanes");
+  dtype.code = in.template read<std::uint8_t>("dtype code");
+  dtype.bits = in.template read<std::uint8_t>("dtype bits");
+  dtype.lanes = in.template read<std::uint16_t>("dtype lanes");
   if (ndim < 0) in.fail("negative ndim " + std::to_string(ndim));
   if (static_cast<std::uint64_t>(ndim) > in.remaining() / sizeof(std::int64_t))
     in.fail("truncated: ndim " + std::to_string(ndim) + " needs more shape bytes than the " +
             std::to_string(in.remaining()) + " left");
+  if (ndim > max_ndim) in.fail("ndim " + std::to_string(ndim) + " exceeds gexec's limit of " + std::to_string(max_ndim));
   if (dtype.lanes != 1) in.fail("dtype " + to_string(dtype) + " has " + std::to_string(dtype.lanes) + " lanes; saved tensors have 1");
   if (!is_supported(dtype))
     in.fail("unsupported dtype (code " + std::to_string(dtype.code) + ", bits " + std::to_string(dtype.bits) + ")");
   std::vector<std::int64_t> shape(static_cast<std::size_t>(ndim));
-  for (auto& d : shape) d = in.read<std::int64_t>("shape");
+  for (auto& d : shape) d = in.template read<std::int64_t>("shape");
   auto bytes = checked_byte_size(shape, dtype);
   if (!bytes) in.fail("shape " + shape_to_string(shape) + " is negative or overflows");
-  auto byte_size = in.read<std::int64_t>("byte size");
+  auto byte_size = in.template read<std::int64_t>("byte size");
   if (byte_size < 0 || static_cast<std::uint64_t>(byte_size) != *bytes)
     in.fail("byte size " + std::to_string(byte_size) + " disagrees with shape " + shape_to_string(shape) + " of " +
             to_string(dtype) + " (" + std::to_string(*bytes) + " bytes)");
-  auto data = in.bytes(*bytes, "tensor data");
-  // A view needs its elements naturally aligned; where the file's layout puts them
-  // elsewhere (names of odd lengths shift everything after them), copy instead.
-  const auto natural = std::min<std::uint64_t>(element_bytes(dtype), 8);
-  if (keepalive && reinterpret_cast<std::uintptr_t>(data.data()) % natural == 0) {
-    DLTensor t{const_cast<std::byte*>(data.data()), cpu(), ndim, dtype, shape.data(), nullptr, 0};
-    return ndarray::view(t, keepalive);
+  // The size comes from the input: check that the input has it before allocating for it.
+  in.require(*bytes, "tensor data");
+  if constexpr (std::is_same_v<Reader, byte_reader>) {
+    // A view needs its elements naturally aligned; where the file's layout puts them
+    // elsewhere (names of odd lengths shift everything after them), copy instead.
+    const auto natural = std::min<std::uint64_t>(element_bytes(dtype), 8);
+    const auto at = reinterpret_cast<std::uintptr_t>(in.data().data() + in.position());
+    if (keepalive && at % natural == 0) {
+      auto data = in.bytes(*bytes, "tensor data");
+      DLTensor t{const_cast<std::byte*>(data.data()), cpu(), ndim, dtype, shape.data(), nullptr, 0};
+      return ndarray::view(t, keepalive);
+    }
   }
-  ndarray a = ndarray::empty(std::move(shape), dtype);
-  if (!data.empty()) std::memcpy(a.data(), data.data(), data.size());
+  ndarray a = allocate_tensor(in, shape, dtype, *bytes);
+  in.read_into(a.data(), *bytes, "tensor data");
   return a;
 }
 
-/// Reads `names` then the tensors, the order of a parameter blob.
-inline param_dict read_param_list(byte_reader& in, const std::shared_ptr<const void>& keepalive) {
+/// Reads `names` then the tensors, the order of a parameter blob, from a byte_reader or
+/// a file_reader. The header (magic, then the name count against the bytes left) is
+/// checked before anything else is read.
+template <class Reader>
+param_dict read_param_list(Reader& in, const std::shared_ptr<const void>& keepalive) {
   in.set_context("header");
-  if (auto magic = in.read<std::uint64_t>("magic"); magic != param_list_magic)
+  if (auto magic = in.template read<std::uint64_t>("magic"); magic != param_list_magic)
     in.fail("not a parameter blob (bad magic)");
-  (void)in.read<std::uint64_t>("reserved field");
+  (void)in.template read<std::uint64_t>("reserved field");
   auto n_names = in.read_count("names", sizeof(std::uint64_t));
   std::vector<std::string> names;
   names.reserve(static_cast<std::size_t>(n_names));
   for (std::uint64_t i = 0; i < n_names; ++i) names.push_back(in.read_string("name"));
-  auto n_tensors = in.read<std::uint64_t>("tensor count");
+  auto n_tensors = in.template read<std::uint64_t>("tensor count");
   if (n_tensors != n_names)
     in.fail("tensor count " + std::to_string(n_tensors) + " differs from the name count " + std::to_string(n_names));
   param_dict dict;
@@ -141,6 +241,20 @@ inline param_dict read_param_list(byte_reader& in, const std::shared_ptr<const v
   }
   in.set_context({});
   return dict;
+}
+
+/// Reads a whole parameter blob: the list, then nothing after it. Memory that cannot be
+/// had (for the names, the tables) is errc::out_of_memory naming the source, never
+/// std::bad_alloc.
+template <class Reader>
+param_dict read_param_blob(Reader& in, const std::shared_ptr<const void>& keepalive) {
+  try {
+    param_dict dict = read_param_list(in, keepalive);
+    if (in.remaining() != 0) in.fail(std::to_string(in.remaining()) + " unexpected bytes after the last tensor");
+    return dict;
+  } catch (const std::bad_alloc&) {
+    in.fail(errc::out_of_memory, "out of memory");
+  }
 }
 
 /// The names of a parameter blob, without reading its tensors.
@@ -174,12 +288,10 @@ inline void write_tensor_record(byte_writer& out, std::string_view name, const n
   out.append(a.data(), static_cast<std::size_t>(a.byte_size()));
 }
 
+/// A whole regular file's bytes, read with one sized read; errc::io for anything but a
+/// regular file (a FIFO, a directory, a device) and for what cannot be read.
 inline std::string read_file_bytes(const std::filesystem::path& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw error(errc::io, "cannot open " + std::string(what) + " " + path.string());
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw error(errc::io, "cannot read " + std::string(what) + " " + path.string());
-  return bytes;
+  return regular_file(path, what).read_all();
 }
 
 inline std::span<const std::byte> as_bytes(std::string_view s) noexcept {
@@ -191,41 +303,31 @@ inline std::span<const std::byte> as_bytes(std::string_view s) noexcept {
 /// Reads a parameter blob (tvm.runtime.save_param_dict's bytes); the tensors are copies.
 inline param_dict load_param_dict(std::span<const std::byte> blob) {
   detail::byte_reader in(blob, "params");
-  param_dict dict = detail::read_param_list(in, nullptr);
-  if (in.remaining() != 0) in.fail(std::to_string(in.remaining()) + " unexpected bytes after the last tensor");
-  return dict;
+  return detail::read_param_blob(in, nullptr);
 }
 inline param_dict load_param_dict(std::string_view blob) { return load_param_dict(detail::as_bytes(blob)); }
 
-/// Reads a parameter file, copying it or mapping it (load_mode::mmap: tensors are views
-/// into a private mapping that lives as long as any of them).
+/// Reads a parameter file. Only regular files are read: a FIFO, a directory or a device
+/// is refused (errc::io, naming the path) before anything is read from it.
+///  - load_mode::copy (the default): the header is read and checked first (a file that is
+///    not a parameter blob is refused after one small read, however large it is), then
+///    each tensor's data is read straight into its own storage, its size checked against
+///    the bytes the file has left before that storage is allocated. The file holds a
+///    shared flock while it is read, so a cooperating writer cannot rewrite it meanwhile.
+///  - load_mode::mmap: tensors are views into a private mapping of the file that lives as
+///    long as any of them; read load_mode::mmap for what must not happen to the file then.
+/// Malformed blobs are errc::invalid_params and memory that cannot be had errc::out_of_memory,
+/// both naming the path, the tensor and the byte.
 inline param_dict load_param_dict_file(const std::filesystem::path& path, load_mode mode = load_mode::copy) {
   if (mode == load_mode::copy) {
-    std::string bytes = detail::read_file_bytes(path, "parameter file");
-    detail::byte_reader in(detail::as_bytes(bytes), "params " + path.string());
-    param_dict dict = detail::read_param_list(in, nullptr);
-    if (in.remaining() != 0) in.fail(std::to_string(in.remaining()) + " unexpected bytes after the last tensor");
-    return dict;
+    detail::regular_file file(path, "parameter file");
+    detail::lock_file(file.fd(), LOCK_SH, file.name(), "is being written (another process holds an exclusive flock on it)");
+    detail::file_reader in(file, "params " + path.string());
+    return detail::read_param_blob(in, nullptr);
   }
-  namespace bip = boost::interprocess;
-  std::error_code ec;
-  auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw error(errc::io, "cannot open parameter file " + path.string() + ": " + ec.message());
-  std::shared_ptr<bip::mapped_region> region;
-  if (size != 0) {
-    try {
-      bip::file_mapping file(path.c_str(), bip::read_only);
-      region = std::make_shared<bip::mapped_region>(file, bip::copy_on_write);
-    } catch (const bip::interprocess_exception& e) {
-      throw error(errc::io, "cannot map parameter file " + path.string() + ": " + e.what());
-    }
-  }
-  std::span<const std::byte> bytes;
-  if (region) bytes = {static_cast<const std::byte*>(region->get_address()), region->get_size()};
-  detail::byte_reader in(bytes, "params " + path.string());
-  param_dict dict = detail::read_param_list(in, region);
-  if (in.remaining() != 0) in.fail(std::to_string(in.remaining()) + " unexpected bytes after the last tensor");
-  return dict;
+  auto mapping = std::make_shared<const detail::mapped_file>(path);
+  detail::byte_reader in(mapping->bytes(), "params " + path.string());
+  return detail::read_param_blob(in, mapping);
 }
 
 /// Writes a parameter blob that tvm.runtime.load_param_dict reads.
@@ -243,12 +345,35 @@ inline std::vector<std::byte> save_param_dict(const param_dict& dict) {
   return std::move(out).take();
 }
 
+/// Writes a parameter file as a cooperating writer: it takes an exclusive flock before
+/// truncating, and refuses (errc::io) a file that is mapped (load_mode::mmap) or being
+/// read by load_param_dict_file, here or in another process, instead of changing the
+/// views or raising SIGBUS in their users.
 inline void save_param_dict_file(const param_dict& dict, const std::filesystem::path& path) {
   auto bytes = save_param_dict(dict);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw error(errc::io, "cannot create parameter file " + path.string());
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw error(errc::io, "cannot write parameter file " + path.string());
+  const std::string name = "parameter file " + path.string();
+  int fd;
+  do fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0666);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw error(errc::io, "cannot create " + name + ": " + std::generic_category().message(errno));
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } close_at_end{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw error(errc::io, "cannot stat " + name + ": " + std::generic_category().message(errno));
+  if (!S_ISREG(st.st_mode)) throw error(errc::io, name + " is " + detail::file_kind(st.st_mode) + ", not a regular file");
+  detail::lock_file(fd, LOCK_EX, name, "is in use (mapped or being read, here or by another process); not rewriting it");
+  if (::ftruncate(fd, 0) != 0) throw error(errc::io, "cannot truncate " + name + ": " + std::generic_category().message(errno));
+  const char* p = reinterpret_cast<const char*>(bytes.data());
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw error(errc::io, "cannot write " + name + ": " + std::generic_category().message(n < 0 ? errno : EIO));
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
 }
 
 GEXEC_NAMESPACE_END

@@ -1,18 +1,32 @@
 #pragma once
 // Little-endian reading and writing of dmlc's serialization primitives (what TVM's
-// parameter blobs and module blobs are made of), with bounds checked on every read.
+// parameter blobs and module blobs are made of), with bounds checked on every read;
+// and the reading of files: only regular files, with one sized read (or a few large
+// ones), never a byte at a time.
 
 #include "../config.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <type_traits>
+#include <utility>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../error.hpp"
 
@@ -21,13 +35,45 @@ namespace detail {
 
 static_assert(std::endian::native == std::endian::little, "gexec reads TVM's little-endian formats natively");
 
-class byte_reader {
+/// Position, size and error reporting shared by the readers of memory and of files.
+class reader_base {
  public:
-  byte_reader(std::span<const std::byte> data, std::string source, errc code = errc::invalid_params)
-      : data_(data), source_(std::move(source)), code_(code) {}
-
   /// What is being read, for error messages ("tensor 2 (\"w\")").
   void set_context(std::string context) { context_ = std::move(context); }
+
+  [[nodiscard]] std::size_t position() const noexcept { return static_cast<std::size_t>(pos_); }
+  [[nodiscard]] std::size_t remaining() const noexcept { return static_cast<std::size_t>(size_ - pos_); }
+
+  [[noreturn]] void fail(const std::string& message) const { fail(code_, message); }
+  /// The same message with another code (errc::out_of_memory, errc::io).
+  [[noreturn]] void fail(errc code, const std::string& message) const {
+    throw error(code, source_ + ": " + (context_.empty() ? "" : context_ + ": ") + message + " (at byte " +
+                          std::to_string(pos_) + ")");
+  }
+
+  /// Throws unless `n` more bytes are there: every size read from the input is checked
+  /// with this before anything is allocated for it.
+  void require(std::uint64_t n, const char* field) const {
+    if (n > remaining())
+      fail(std::string("truncated: ") + field + " needs " + std::to_string(n) + " bytes, " + std::to_string(remaining()) +
+           " left");
+  }
+
+ protected:
+  reader_base(std::uint64_t size, std::string source, errc code) : size_(size), source_(std::move(source)), code_(code) {}
+
+  std::uint64_t size_ = 0;
+  std::uint64_t pos_ = 0;
+  std::string source_;
+  std::string context_;
+  errc code_;
+};
+
+/// Reads from bytes in memory; bytes() hands out views of them.
+class byte_reader : public reader_base {
+ public:
+  byte_reader(std::span<const std::byte> data, std::string source, errc code = errc::invalid_params)
+      : reader_base(data.size(), std::move(source), code), data_(data) {}
 
   template <class T>
   T read(const char* field) {
@@ -41,9 +87,15 @@ class byte_reader {
 
   std::span<const std::byte> bytes(std::uint64_t n, const char* field) {
     require(n, field);
-    auto s = data_.subspan(pos_, static_cast<std::size_t>(n));
-    pos_ += static_cast<std::size_t>(n);
+    auto s = data_.subspan(static_cast<std::size_t>(pos_), static_cast<std::size_t>(n));
+    pos_ += n;
     return s;
+  }
+
+  /// Copies the next `n` bytes to `dst`.
+  void read_into(void* dst, std::uint64_t n, const char* field) {
+    auto s = bytes(n, field);
+    if (!s.empty()) std::memcpy(dst, s.data(), s.size());
   }
 
   /// dmlc string: u64 length, then the bytes.
@@ -63,27 +115,186 @@ class byte_reader {
     return n;
   }
 
-  [[nodiscard]] std::size_t position() const noexcept { return pos_; }
-  [[nodiscard]] std::size_t remaining() const noexcept { return data_.size() - pos_; }
   [[nodiscard]] std::span<const std::byte> data() const noexcept { return data_; }
 
-  [[noreturn]] void fail(const std::string& message) const {
-    throw error(code_, source_ + ": " + (context_.empty() ? "" : context_ + ": ") + message + " (at byte " +
-                           std::to_string(pos_) + ")");
+ private:
+  std::span<const std::byte> data_;
+};
+
+/// "a FIFO", "a directory", ...: what a path is when it is not a regular file.
+inline const char* file_kind(mode_t mode) noexcept {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+/// A regular file open for reading (the descriptor closes with the object). Anything
+/// else (a FIFO, a directory, a device, a socket) is refused with errc::io naming the
+/// path before a byte is read, and opening never waits for a FIFO's writer.
+class regular_file {
+ public:
+  /// `what` names the file in messages ("parameter file").
+  regular_file(const std::filesystem::path& path, std::string_view what) : path_(path), what_(what) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) fail_errno("cannot open", errno);
+    if (!S_ISREG(st.st_mode)) fail_not_regular(st.st_mode);
+    // O_NONBLOCK: should the path have become a FIFO since stat(), open() does not wait for a writer.
+    do fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    while (fd_ < 0 && errno == EINTR);
+    if (fd_ < 0) fail_errno("cannot open", errno);
+    // The constructor's failures below skip the destructor: close here.
+    if (::fstat(fd_, &st) != 0) {
+      const int err = errno;
+      ::close(std::exchange(fd_, -1));
+      fail_errno("cannot stat", err);
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(std::exchange(fd_, -1));
+      fail_not_regular(st.st_mode);
+    }
+    if (int flags = ::fcntl(fd_, F_GETFL); flags >= 0) (void)::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
+    size_ = static_cast<std::uint64_t>(st.st_size);
+  }
+  regular_file(const regular_file&) = delete;
+  regular_file& operator=(const regular_file&) = delete;
+  ~regular_file() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+  /// The size when opened; reads never go past it.
+  [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+  /// "parameter file /path/to/params.bin"
+  [[nodiscard]] std::string name() const { return what_ + " " + path_.string(); }
+
+  /// Reads exactly `n` bytes at `offset`, in as few calls as the kernel allows; errc::io
+  /// if the file ends first (it shrank while being read) or reading fails.
+  void read_exact(void* dst, std::uint64_t n, std::uint64_t offset) const {
+    auto* out = static_cast<char*>(dst);
+    while (n > 0) {
+      const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, std::uint64_t{1} << 30));
+      ssize_t got = ::pread(fd_, out, chunk, static_cast<off_t>(offset));
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        fail_errno("cannot read", errno);
+      }
+      if (got == 0)
+        throw error(errc::io, "cannot read " + name() + ": it ends at byte " + std::to_string(offset) + ", before its size of " +
+                                  std::to_string(size_) + " bytes (was it changed while being read?)");
+      out += got;
+      n -= static_cast<std::uint64_t>(got);
+      offset += static_cast<std::uint64_t>(got);
+    }
+  }
+
+  /// The whole file in one sized read; errc::out_of_memory if no buffer that large can be had.
+  [[nodiscard]] std::string read_all() const {
+    std::string bytes;
+    try {
+      if (size_ > bytes.max_size()) throw std::length_error("file size");
+      bytes.resize(static_cast<std::size_t>(size_));
+    } catch (const std::exception&) {  // std::bad_alloc, std::length_error
+      throw error(errc::out_of_memory, "cannot allocate " + std::to_string(size_) + " bytes to read " + name());
+    }
+    read_exact(bytes.data(), size_, 0);
+    return bytes;
   }
 
  private:
-  void require(std::uint64_t n, const char* field) const {
-    if (n > remaining())
-      fail(std::string("truncated: ") + field + " needs " + std::to_string(n) + " bytes, " + std::to_string(remaining()) +
-           " left");
+  [[noreturn]] void fail_errno(const char* doing, int err) const {
+    throw error(errc::io, std::string(doing) + " " + name() + ": " + std::generic_category().message(err));
+  }
+  [[noreturn]] void fail_not_regular(mode_t mode) const {
+    throw error(errc::io, name() + " is " + file_kind(mode) + ", not a regular file");
   }
 
-  std::span<const std::byte> data_;
-  std::size_t pos_ = 0;
-  std::string source_;
-  std::string context_;
-  errc code_;
+  std::filesystem::path path_;
+  std::string what_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
+/// Reads a regular file through a buffer of large reads, with byte_reader's interface
+/// (less bytes(): tensor data is read straight into its destination). Nothing is read
+/// beyond what has been asked for plus one buffer, so a malformed header is reported
+/// without reading the rest of a large file, and every size is checked against the
+/// bytes the file has left before anything is allocated for it.
+class file_reader : public reader_base {
+ public:
+  static constexpr std::size_t buffer_size = std::size_t{1} << 16;
+
+  file_reader(const regular_file& file, std::string source, errc code = errc::invalid_params)
+      : reader_base(file.size(), std::move(source), code), file_(file), buffer_(new std::byte[buffer_size]) {}
+
+  template <class T>
+  T read(const char* field) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    static_assert(sizeof(T) <= buffer_size);
+    require(sizeof(T), field);
+    if (end_ - begin_ < sizeof(T)) refill();
+    T value;
+    std::memcpy(&value, buffer_.get() + begin_, sizeof(T));
+    begin_ += sizeof(T);
+    pos_ += sizeof(T);
+    return value;
+  }
+
+  /// Copies the next `n` bytes to `dst`: what is buffered, then one read for the rest.
+  void read_into(void* dst, std::uint64_t n, const char* field) {
+    require(n, field);
+    auto* out = static_cast<std::byte*>(dst);
+    const auto buffered = std::min<std::uint64_t>(n, end_ - begin_);
+    if (buffered) std::memcpy(out, buffer_.get() + begin_, static_cast<std::size_t>(buffered));
+    begin_ += static_cast<std::size_t>(buffered);
+    pos_ += buffered;
+    n -= buffered;
+    if (n == 0) return;
+    if (n >= buffer_size) {
+      file_.read_exact(out + buffered, n, pos_);
+      pos_ += n;
+      return;
+    }
+    refill();
+    std::memcpy(out + buffered, buffer_.get() + begin_, static_cast<std::size_t>(n));
+    begin_ += static_cast<std::size_t>(n);
+    pos_ += n;
+  }
+
+  std::string read_string(const char* field) {
+    auto n = read<std::uint64_t>(field);
+    require(n, field);
+    std::string s(static_cast<std::size_t>(n), '\0');
+    read_into(s.data(), n, field);
+    return s;
+  }
+
+  std::uint64_t read_count(const char* field, std::uint64_t min_element_bytes) {
+    auto n = read<std::uint64_t>(field);
+    if (min_element_bytes != 0 && n > remaining() / min_element_bytes)
+      fail(std::string("truncated: ") + field + " count " + std::to_string(n) + " exceeds what the remaining " +
+           std::to_string(remaining()) + " bytes can hold");
+    return n;
+  }
+
+ private:
+  // Keeps the unread buffered bytes and reads as much of the file after them as fits.
+  void refill() {
+    const std::size_t kept = end_ - begin_;
+    if (kept && begin_) std::memmove(buffer_.get(), buffer_.get() + begin_, kept);
+    begin_ = 0;
+    end_ = kept;
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer_size - kept, remaining() - kept));
+    file_.read_exact(buffer_.get() + kept, want, pos_ + kept);
+    end_ += want;
+  }
+
+  const regular_file& file_;
+  std::unique_ptr<std::byte[]> buffer_;
+  std::size_t begin_ = 0, end_ = 0;  // unread bytes of the buffer; buffer_[begin_] is the file's byte pos_
 };
 
 class byte_writer {
