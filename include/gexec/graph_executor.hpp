@@ -240,6 +240,9 @@ class graph_executor {
     busy_guard g(self(), "copy_output_to");
     std::uint32_t eid = output_entry(index);
     check_tensor("copy_output_to", model().output_names[static_cast<std::size_t>(index)], eid, dst, false);
+    for (const output_copy& c : self().output_copies)  // what get_output returns
+      if (c.index == index) return copy_tensor(c.value.dltensor(), const_cast<DLTensor&>(dst.dltensor()));
+    if (self().plan.entries[eid].data == nullptr) reserve_own(eid);  // an input never set: its zeroed storage
     copy_tensor(self().plan.entries[eid], const_cast<DLTensor&>(dst.dltensor()));
   }
 
@@ -734,6 +737,14 @@ class graph_executor {
         throw error(errc::invalid_argument, what + ": the tensor overlaps the one bound zero-copy to " +
                                                 (other == bound_to::input ? "an input" : "an output") + " (entry " + std::to_string(root) +
                                                 "); an input and an output may not share memory");
+    }
+    if (other != bound_to::output) return;
+    for (const output_copy& c : s.output_copies) {  // outputs that run() copies into the caller's tensor
+      const auto b = reinterpret_cast<std::uintptr_t>(c.value.data());
+      const auto e = b + static_cast<std::uintptr_t>(c.value.byte_size());
+      if (lo < e && b < hi)
+        throw error(errc::invalid_argument, what + ": the tensor overlaps the one bound zero-copy to output " + std::to_string(c.index) +
+                                                "; an input and an output may not share memory");
     }
   }
 
