@@ -2,7 +2,7 @@
 # Builds gexec and runs its whole test suite: bash scripts/test.sh
 #
 # Stages, each timed:
-#   clang  clang 14, every test but conformance, packaging and compile-fail, plus the fuzz targets over their seeds under ASan+UBSan
+#   clang  clang 14 with ASan+UBSan: every test but conformance, packaging and compile-fail, and the fuzz targets over their seeds
 #   tsan   clang 14 with ThreadSanitizer, only the concurrency tests (CTest label tsan)
 #   gcc    g++ 12, every test, the TVM conformance suite, packaging and compile-fail tests included
 #   bench  the benchmarks, printing their figures and ratios (plain and on one core)
@@ -32,7 +32,9 @@ configure() {  # configure DIR CC CXX [cmake args...]
 }
 
 clang_stage() {
-  configure "$build-clang" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_FUZZERS=ON
+  local flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+  configure "$build-clang" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_FUZZERS=ON \
+    "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
   cmake --build "$build-clang" -j "$jobs"
   ctest --test-dir "$build-clang" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail"
 }
