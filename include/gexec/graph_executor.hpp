@@ -350,9 +350,28 @@ class graph_executor {
 
   /// Everything one executor owns, behind one pointer so that the executor moves
   /// cheaply and the step arrays never move.
-  struct instance {
+  /// The executor's streams, released with it (or with a constructor that fails after them).
+  struct stream_set {
     std::shared_ptr<Backends> backends;
-    std::vector<device_stream> streams;  ///< per model device
+    std::vector<device_stream> list;  ///< per model device
+    stream_set(std::shared_ptr<Backends> b, std::vector<device_stream> l) : backends(std::move(b)), list(std::move(l)) {}
+    stream_set(const stream_set&) = delete;
+    stream_set& operator=(const stream_set&) = delete;
+    ~stream_set() {
+      for (device_stream& d : list) {
+        try {
+          d.sync(backends.get(), d.stream);
+        } catch (...) {  // a device that cannot finish has nothing left to wait for
+        }
+        d.release(backends.get(), d.device, d.stream);
+      }
+    }
+    auto begin() const { return list.begin(); }
+    auto end() const { return list.end(); }
+  };
+
+  struct instance {
+    stream_set streams;
     std::vector<void*> stream_objects;   ///< per model device: streams[d].stream
     detail::instance_plan plan;
     Allocator allocator;
@@ -373,9 +392,8 @@ class graph_executor {
     std::unique_ptr<std::uint32_t[]> slots;
 
     explicit instance(const model_state& m)
-        : backends(m.backends),
-          streams(make_streams(m)),
-          stream_objects(stream_pointers(streams)),
+        : streams(m.backends, make_streams(m)),
+          stream_objects(stream_pointers(streams.list)),
           plan(m.plan, stream_objects),
           allocator(m.allocator),
           storage(m.plan.storage.size()),
@@ -425,15 +443,6 @@ class graph_executor {
       }
       for (std::uint32_t e = 0; e < p.entries.size(); ++e)
         if (p.alias_root[e] == e && binding[e] == bound_to::internal && storage[m.storage_of(e)]) bind_own(p, e);
-    }
-    ~instance() {
-      for (device_stream& d : streams) {
-        try {
-          d.sync(backends.get(), d.stream);
-        } catch (...) {  // a device that cannot finish has nothing left to wait for
-        }
-        d.release(backends.get(), d.device, d.stream);
-      }
     }
     instance(const instance&) = delete;
     instance& operator=(const instance&) = delete;
