@@ -62,6 +62,10 @@ class error : public std::runtime_error {
       : std::runtime_error("gexec: " + std::string(to_string(code)) + ": " + message), code_(code) {}
 
   [[nodiscard]] errc code() const noexcept { return code_; }
+  /// what() without the "gexec: <code>: " prefix.
+  [[nodiscard]] std::string_view message() const noexcept {
+    return std::string_view(what()).substr(std::string_view("gexec: ").size() + to_string(code_).size() + 2);
+  }
 
  private:
   errc code_;

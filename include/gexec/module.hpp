@@ -15,13 +15,17 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "detail/backend_api.hpp"
 #include "error.hpp"
@@ -32,14 +36,6 @@ GEXEC_NAMESPACE_BEGIN
 class module;
 
 namespace detail {
-
-/// The symbol-table entry of `address`, or null.
-inline const ElfW(Sym)* symbol_entry(const void* address) noexcept {
-  Dl_info info{};
-  void* entry = nullptr;
-  if (dladdr1(address, &info, &entry, RTLD_DL_SYMENT) == 0) return nullptr;
-  return static_cast<const ElfW(Sym)*>(entry);
-}
 
 struct embedded_factory;
 
@@ -64,10 +60,31 @@ struct module_state {
     for (auto& [name, handle] : context->functions) handle->fn.store(nullptr, std::memory_order_release);
   }
 
-  [[nodiscard]] packed_function lookup(std::string_view name) const {
+  /// library_function's answer for `name`, asked of the loader once per name: checking
+  /// that a symbol is the library's own function walks its symbol table, and a graph
+  /// names one function at many nodes.
+  [[nodiscard]] packed_function lookup(std::string_view name, std::string* why) const {
     std::lock_guard g(process_mutex());
-    return {library_function(library.native(), name), nullptr};
+    auto it = resolved.find(name);
+    if (it == resolved.end()) {
+      resolved_function r;
+      r.fn = library_function(library.native(), name, &r.why);
+      it = resolved.emplace(std::string(name), std::move(r)).first;
+    }
+    if (why && !it->second.why.empty()) *why = it->second.why;
+    return {it->second.fn, nullptr};
   }
+
+ private:
+  struct resolved_function {
+    packed_c_func fn = nullptr;
+    std::string why;  // why a symbol `name` is refused; empty if there is none
+  };
+  struct name_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  mutable std::unordered_map<std::string, resolved_function, name_hash, std::equal_to<>> resolved;  // guarded by process_mutex()
 };
 
 /// Loaded libraries by canonical path, and their process-lifetime contexts.
@@ -81,23 +98,39 @@ struct library_table {
   }
 };
 
-/// Writes gexec's hooks into the library's context slots. A slot must be a data symbol
-/// of pointer size; one that already holds something other than gexec's own value
-/// belongs to another runtime in this process (libtvm_runtime, or another copy of
-/// gexec) and is left alone, with an error: sharing it would route that runtime's
-/// kernels through this one's hooks, or the reverse.
+/// Writes gexec's hooks into the library's context slots. A slot must be a data object
+/// of at least pointer size (AddressSanitizer counts its redzone in), aligned, in
+/// writable memory of the library itself (not of a library it depends on): anything
+/// else is refused before any slot is written. A slot that already holds something
+/// other than gexec's own value belongs to another runtime in this process
+/// (libtvm_runtime, or another copy of gexec) and is left alone, with an error: sharing
+/// it would route that runtime's kernels through this one's hooks, or the reverse.
 inline void claim_context_slots(const boost::dll::shared_library& lib, const std::string& what, module_context* ctx) {
   struct planned {
     void** slot;
     void* value;
   };
   std::vector<planned> writes;
+  const link_map* object = loaded_object(lib.native());
+  if (!object) throw error(errc::invalid_module, what + ": the dynamic loader does not describe it (dlinfo failed)");
   auto plan_slot = [&](const char* symbol, void* value) {
-    if (!lib.has(symbol)) return;
-    void* address = &lib.get<void*>(symbol);
-    const ElfW(Sym)* sym = symbol_entry(address);
-    if (!sym || (sym->st_info & 0xf) != STT_OBJECT || sym->st_size != sizeof(void*))
-      throw error(errc::invalid_module, what + ": " + symbol + " is not a pointer-sized data symbol, so gexec cannot fill it");
+    void* address = dlsym(lib.native(), symbol);
+    if (!address) return;
+    const address_origin o = origin_of(address);
+    if (o.object != object)
+      throw error(errc::invalid_module, what + ": its context slot " + symbol + " comes from " + o.object_name +
+                                            ", not from the library itself, so gexec will not fill it");
+    const unsigned type = o.symbol ? ELF64_ST_TYPE(o.symbol->st_info) : STT_NOTYPE;
+    std::string is;
+    if (!o.symbol) is = "no symbol the loader knows";
+    else if (type == STT_FUNC || type == STT_GNU_IFUNC) is = "a function";
+    else if (type != STT_OBJECT) is = "a symbol of ELF type " + std::to_string(type);
+    else if (o.symbol->st_size < sizeof(void*)) is = "a " + std::to_string(o.symbol->st_size) + "-byte object";
+    else if (reinterpret_cast<std::uintptr_t>(address) % alignof(void*) != 0) is = "a misaligned object";
+    if (!is.empty())
+      throw error(errc::invalid_module, what + ": " + symbol + " is " + is + ", not a pointer-sized data symbol, so gexec cannot fill it");
+    if (!fit_in_segments(object, address, sizeof(void*)).writable)
+      throw error(errc::invalid_module, what + ": " + symbol + " lies in read-only memory, so gexec cannot fill it");
     auto** slot = static_cast<void**>(address);
     if (*slot != nullptr && *slot != value)
       throw error(errc::invalid_module, what + ": " + symbol +
@@ -120,21 +153,37 @@ class module {
   module() = default;
 
   /// The packed function `name` exports ("__tvm_main__" names the library's entry
-  /// function); empty if there is none.
-  [[nodiscard]] packed_function get_function(std::string_view name) const {
-    return state_ ? state_->lookup(name) : packed_function{};
+  /// function); empty if there is none. Only functions the library itself defines
+  /// count: not data, nor what the loader finds in the libraries it depends on (libc's
+  /// abort). `why`, when given, is set to the reason a symbol `name` was refused (and
+  /// left alone when there is no such symbol).
+  [[nodiscard]] packed_function get_function(std::string_view name, std::string* why = nullptr) const {
+    return state_ ? state_->lookup(name, why) : packed_function{};
   }
   [[nodiscard]] bool has_symbol(std::string_view name) const {
     return state_ && state_->library.has(std::string(name));
   }
   /// The bytes of the data symbol `name`, bounded by its size in the library's symbol
-  /// table; empty if the library does not export it.
+  /// table; empty if the library does not export it. Throws errc::invalid_module if
+  /// `name` is not a data object of the library itself, or if its size runs past the
+  /// loaded segment it lies in (a symbol table that lies about it).
   [[nodiscard]] std::span<const std::byte> data_symbol(std::string_view name) const {
-    if (!has_symbol(name)) return {};
-    const auto* p = &state_->library.get<const std::byte>(std::string(name));
-    const ElfW(Sym)* sym = detail::symbol_entry(p);
-    if (!sym) return {};
-    return {p, static_cast<std::size_t>(sym->st_size)};
+    if (!state_) return {};
+    const std::string symbol(name);
+    const void* p = dlsym(state_->library.native(), symbol.c_str());
+    if (!p) return {};
+    const std::string where = symbol + " of kernel library " + state_->path.string();
+    const link_map* object = detail::loaded_object(state_->library.native());
+    const detail::address_origin o = detail::origin_of(p);
+    if (!object || o.object != object)
+      throw error(errc::invalid_module, where + " comes from " + o.object_name + ", not from the library itself");
+    if (!o.symbol || ELF64_ST_TYPE(o.symbol->st_info) != STT_OBJECT)
+      throw error(errc::invalid_module, where + " is not a data object");
+    const auto size = static_cast<std::size_t>(o.symbol->st_size);
+    if (!detail::fit_in_segments(object, p, size).inside)
+      throw error(errc::invalid_module, where + ": the symbol table gives it " + std::to_string(size) +
+                                            " bytes, which run past the loaded segment holding it");
+    return {static_cast<const std::byte*>(p), size};
   }
   [[nodiscard]] const std::filesystem::path& path() const {
     static const std::filesystem::path none;

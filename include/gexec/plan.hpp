@@ -301,7 +301,12 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
       add_copy(nid, g.entry_id(n.inputs[0]), g.entry_id(nid, 0));
       continue;
     }
-    packed_function f = binding.resolve(n.func_name);
+    packed_function f;
+    try {
+      f = binding.resolve(n.func_name);
+    } catch (const error& e) {  // a symbol the binding refuses: say which node asked for it
+      plan_fail(e.code(), g, nid, std::string(e.message()));
+    }
     if (!f) plan_fail(errc::symbol_not_found, g, nid, "calls \"" + n.func_name + "\", which " + binding.describe() + " does not provide");
     const std::size_t first = p.args.size();
     auto add_arg = [&](std::uint32_t eid) {

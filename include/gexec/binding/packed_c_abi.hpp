@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "../error.hpp"
 #include "../module.hpp"
 #include "binding.hpp"
 
@@ -19,7 +20,15 @@ class packed_c_abi {
   /// Implicit: a kernel library is a binding.
   packed_c_abi(module m) : module_(std::move(m)) {}
 
-  [[nodiscard]] packed_function resolve(std::string_view func_name) const { return module_.get_function(func_name); }
+  /// The library's own function `func_name`; empty if it has no such symbol. Throws
+  /// errc::symbol_not_found naming the function and the reason when the symbol is not
+  /// a function the library itself defines (data, or libc's abort found through it).
+  [[nodiscard]] packed_function resolve(std::string_view func_name) const {
+    std::string why;
+    packed_function f = module_.get_function(func_name, &why);
+    if (!f && !why.empty()) throw error(errc::symbol_not_found, why);
+    return f;
+  }
   [[nodiscard]] std::string describe() const { return "kernel library " + module_.path().string(); }
   [[nodiscard]] const gexec::module& get_module() const noexcept { return module_; }
 
