@@ -1,3 +1,5 @@
+#include "test_support.hpp"
+
 #include <gexec/graph.hpp>
 
 #include <boost/json.hpp>
@@ -17,14 +19,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define GEXEC_TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GEXEC_TEST_UNDER_ASAN 1
-#endif
-#endif
 
 namespace json = boost::json;
 

@@ -1,3 +1,5 @@
+#include "test_support.hpp"
+
 #include <gexec/params.hpp>
 
 #include <doctest/doctest.h>
@@ -22,14 +24,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define GEXEC_TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GEXEC_TEST_UNDER_ASAN 1
-#endif
-#endif
 
 namespace {
 

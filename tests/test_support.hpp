@@ -18,6 +18,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+// AddressSanitizer aborts on a failed allocation instead of returning null: tests that
+// exhaust an address-space limit skip under it.
+#if defined(__SANITIZE_ADDRESS__)
+#define GEXEC_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GEXEC_TEST_UNDER_ASAN 1
+#endif
+#endif
+
 // ThreadSanitizer does not support fork() in a multi-threaded process: fork tests skip.
 #if defined(__SANITIZE_THREAD__)
 #define GEXEC_TEST_UNDER_TSAN 1

@@ -600,7 +600,7 @@ class graph_executor {
   };
 
   template <class Policy, class Observer>
-  void run_with(const Policy& policy, Observer& observer) {
+  void run_with(const Policy& policy, Observer& observer, bool whole_run = true) {
     instance& s = self();
     busy_guard g(s, "run");
     if (s.unset_inputs != 0 && !m_->zero_unset_inputs) [[unlikely]]
@@ -611,23 +611,23 @@ class graph_executor {
     detail::workspace_scope workspace;
     step_program<Observer> program(*this, observer);
     policy.execute(program);
-    finish_run();
+    if (whole_run) finish_run();
   }
+
+  /// The first `end` steps in order: a run up to a node.
+  struct first_steps {
+    std::uint32_t end;
+    template <class Program>
+    void execute(Program& steps) const {
+      steps.run(0, end);
+    }
+  };
 
   /// Runs the steps of nodes before `node_end`, in order (debug_get_output).
   void run_until(std::uint32_t node_end) {
-    instance& s = self();
-    busy_guard g(s, "run");
-    if (s.unset_inputs != 0 && !m_->zero_unset_inputs) [[unlikely]]
-      refuse_unset_inputs();
-    if (!s.inputs_ready) [[unlikely]]
-      allocate_unbound_inputs();
-    detail::context_scope scope(&s.context);
-    detail::workspace_scope workspace;
     const auto& nodes = model().plan.step_node;
     const auto end = static_cast<std::uint32_t>(std::lower_bound(nodes.begin(), nodes.end(), node_end) - nodes.begin());
-    run_steps(0, end, no_observer_);
-    if (end == nodes.size()) finish_run();
+    run_with(first_steps{end}, no_observer_, end == nodes.size());
   }
 
   void finish_run() {
