@@ -59,6 +59,15 @@ class reader_base {
            " left");
   }
 
+  /// A dmlc vector count `n`, checked against the bytes left (each element takes at
+  /// least `min_element_bytes`) so that a forged count cannot make the caller reserve memory.
+  std::uint64_t checked_count(std::uint64_t n, const char* field, std::uint64_t min_element_bytes) const {
+    if (min_element_bytes != 0 && n > remaining() / min_element_bytes)
+      fail(std::string("truncated: ") + field + " count " + std::to_string(n) + " exceeds what the remaining " +
+           std::to_string(remaining()) + " bytes can hold");
+    return n;
+  }
+
  protected:
   reader_base(std::uint64_t size, std::string source, errc code) : size_(size), source_(std::move(source)), code_(code) {}
 
@@ -105,14 +114,9 @@ class byte_reader : public reader_base {
     return {reinterpret_cast<const char*>(s.data()), s.size()};
   }
 
-  /// A dmlc vector count, checked against the bytes left (each element takes at least
-  /// `min_element_bytes`) so that a forged count cannot make the caller reserve memory.
+  /// A dmlc vector count, checked against the bytes left.
   std::uint64_t read_count(const char* field, std::uint64_t min_element_bytes) {
-    auto n = read<std::uint64_t>(field);
-    if (min_element_bytes != 0 && n > remaining() / min_element_bytes)
-      fail(std::string("truncated: ") + field + " count " + std::to_string(n) + " exceeds what the remaining " +
-           std::to_string(remaining()) + " bytes can hold");
-    return n;
+    return checked_count(read<std::uint64_t>(field), field, min_element_bytes);
   }
 
   [[nodiscard]] std::span<const std::byte> data() const noexcept { return data_; }
@@ -273,11 +277,7 @@ class file_reader : public reader_base {
   }
 
   std::uint64_t read_count(const char* field, std::uint64_t min_element_bytes) {
-    auto n = read<std::uint64_t>(field);
-    if (min_element_bytes != 0 && n > remaining() / min_element_bytes)
-      fail(std::string("truncated: ") + field + " count " + std::to_string(n) + " exceeds what the remaining " +
-           std::to_string(remaining()) + " bytes can hold");
-    return n;
+    return checked_count(read<std::uint64_t>(field), field, min_element_bytes);
   }
 
  private:
