@@ -28,6 +28,7 @@ enum class errc {
   unsupported,        ///< a valid request gexec does not implement
   out_of_memory,      ///< memory that cannot be had, or a size no address space holds
   busy,               ///< an executor entered by a second thread while one is inside it
+  invalid_npy,        ///< a malformed .npy file
 };
 
 /// Stable lower-case name of an error code ("invalid_graph", ...).
@@ -50,6 +51,7 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::unsupported: return "unsupported";
     case errc::out_of_memory: return "out_of_memory";
     case errc::busy: return "busy";
+    case errc::invalid_npy: return "invalid_npy";
   }
   return "unknown";
 }
