@@ -1,6 +1,40 @@
-# The dependencies gexec's headers need; shared with gexecConfig.cmake so that an
-# installed gexec finds exactly what the build tree found.
+# What gexec's headers need: Boost.JSON and Boost's headers, DLPack, threads and the
+# dynamic loader. The source tree and the installed gexecConfig.cmake both include this
+# file, so an installed gexec finds what the source tree found, and a project that adds
+# gexec with add_subdirectory or FetchContent finds none of these itself.
+#
+# From gexecConfig.cmake (GEXEC_FINDING_INSTALLED set) a missing dependency makes
+# find_package(gexec) fail with its message; from the source tree it stops the configure.
 include(CMakeFindDependencyMacro)
-find_dependency(Boost 1.81 CONFIG COMPONENTS json)
-find_dependency(dlpack CONFIG)
-find_dependency(Threads)
+if(GEXEC_FINDING_INSTALLED)
+  find_dependency(Boost 1.81 CONFIG COMPONENTS json)
+  find_dependency(Threads)
+else()
+  find_package(Boost 1.81 CONFIG REQUIRED COMPONENTS json)
+  find_package(Threads REQUIRED)
+endif()
+
+# DLPack is one header. Debian's libdlpack-dev installs a CMake package for it; where
+# none is installed, an interface target over the directory that holds dlpack/dlpack.h
+# stands in (GEXEC_DLPACK_INCLUDE_DIR points at it when it is not on the search path).
+if(NOT TARGET dlpack::dlpack)
+  find_package(dlpack CONFIG QUIET)
+endif()
+if(NOT TARGET dlpack::dlpack)
+  find_path(GEXEC_DLPACK_INCLUDE_DIR dlpack/dlpack.h DOC "Directory holding dlpack/dlpack.h")
+  if(GEXEC_DLPACK_INCLUDE_DIR)
+    add_library(dlpack::dlpack INTERFACE IMPORTED)
+    set_target_properties(dlpack::dlpack PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${GEXEC_DLPACK_INCLUDE_DIR}")
+  endif()
+endif()
+if(NOT TARGET dlpack::dlpack)
+  set(_gexec_dlpack_missing "gexec needs DLPack: install its CMake package (Debian: libdlpack-dev) or set \
+GEXEC_DLPACK_INCLUDE_DIR to the directory that holds dlpack/dlpack.h")
+  if(GEXEC_FINDING_INSTALLED)
+    set(gexec_NOT_FOUND_MESSAGE "${_gexec_dlpack_missing}")
+    set(gexec_FOUND FALSE)
+  else()
+    message(FATAL_ERROR "${_gexec_dlpack_missing}")
+  endif()
+  unset(_gexec_dlpack_missing)
+endif()

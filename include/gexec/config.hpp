@@ -8,6 +8,11 @@
 #define GEXEC_VERSION_MINOR 2
 #define GEXEC_VERSION_PATCH 0
 #define GEXEC_VERSION (GEXEC_VERSION_MAJOR * 10000 + GEXEC_VERSION_MINOR * 100 + GEXEC_VERSION_PATCH)
+/// "MAJOR.MINOR.PATCH", spelled from the three numbers above so that it cannot drift.
+#define GEXEC_VERSION_STRING \
+  GEXEC_DETAIL_STRINGIZE(GEXEC_VERSION_MAJOR) "." GEXEC_DETAIL_STRINGIZE(GEXEC_VERSION_MINOR) "." GEXEC_DETAIL_STRINGIZE(GEXEC_VERSION_PATCH)
+#define GEXEC_DETAIL_STRINGIZE(x) GEXEC_DETAIL_STRINGIZE_(x)
+#define GEXEC_DETAIL_STRINGIZE_(x) #x
 
 // Everything gexec defines lives in an inline namespace named after its version, so
 // two copies of gexec of different versions in one process (two plugins, say) never

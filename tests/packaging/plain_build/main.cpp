@@ -1,5 +1,7 @@
-// gexec built the way a user without CMake builds it:
+// gexec built the way a user without CMake builds it, over the source tree or with
+// the installed gexec.pc (tests package_plain_gxx and package_pkg_config):
 //   g++ -std=c++20 -I include main.cpp -lboost_json -ldl -pthread
+//   g++ -std=c++20 main.cpp $(pkg-config --cflags --libs gexec)
 // Everything gexec needs from its dependencies' configuration comes from its headers.
 
 #include <gexec/executor.hpp>
