@@ -37,7 +37,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tvm_contrib_sort.hpp"
+#include <gexec/contrib/sort.hpp>
 
 #ifndef GEXEC_CONFORMANCE_DIR
 #error "GEXEC_CONFORMANCE_DIR must name the folder make_models.sh writes"
@@ -48,7 +48,8 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr std::string_view argsort_name = "tvm.contrib.sort.argsort";
+/// The functions TVM's sort kernels look up through the environment (gexec/contrib/sort.hpp).
+constexpr std::string_view sort_functions[] = {"tvm.contrib.sort.argsort", "tvm.contrib.sort.sort", "tvm.contrib.sort.topk"};
 
 fs::path conformance_dir() {
   if (const char* dir = std::getenv("GEXEC_CONFORMANCE_DIR"); dir && *dir) return dir;
@@ -96,6 +97,11 @@ struct model_case {
         if (f.as_string() == function) return true;
     return false;
   }
+  /// Whether its kernels call TVM's sort functions, whose outputs are copies of input
+  /// values and positions: gexec's must then be TVM's byte for byte.
+  [[nodiscard]] bool needs_sort() const {
+    return std::ranges::any_of(sort_functions, [&](std::string_view f) { return needs(f); });
+  }
 };
 
 std::vector<std::string> manifest_models() {
@@ -115,8 +121,19 @@ model_case load_model(const std::string& name) {
   return m;
 }
 
-void register_environment_functions() {
-  if (!gexec::find_global_function(argsort_name)) gexec::register_global_function(std::string(argsort_name), gexec_test::argsort_f32_i32);
+void register_environment_functions() { gexec::contrib::register_sort_functions(); }
+
+bool any_sort_function_registered() {
+  return std::ranges::any_of(sort_functions, [](std::string_view f) { return gexec::find_global_function(f) != nullptr; });
+}
+
+/// float16 bits as a double.
+double half_value(std::uint16_t h) {
+  const int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (exponent == 0x1f) return mantissa ? std::numeric_limits<double>::quiet_NaN() : sign * std::numeric_limits<double>::infinity();
+  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
+  return sign * std::ldexp(mantissa + 1024, exponent - 25);
 }
 
 // ---- comparing with TVM -------------------------------------------------------------
@@ -132,6 +149,7 @@ double element(const gexec::ndarray& a, std::uint64_t i) {
   };
   switch (t.code) {
     case kDLFloat:
+      if (t.bits == 16) return half_value(static_cast<std::uint16_t>(load(std::uint16_t{})));
       if (t.bits == 32) return load(float{});
       if (t.bits == 64) return load(double{});
       break;
@@ -155,7 +173,8 @@ double element(const gexec::ndarray& a, std::uint64_t i) {
 
 struct comparison {
   double max_abs_diff = 0;
-  std::string failure;  ///< empty when the tensors agree
+  bool identical = false;  ///< the same bytes
+  std::string failure;     ///< empty when the tensors agree
 };
 
 /// Integers must be equal; floats within 1e-5 + 1e-5 * |expected|.
@@ -171,6 +190,7 @@ comparison compare(const gexec::ndarray& got, const gexec::ndarray& want) {
   }
   const bool is_float = want.dtype().code == kDLFloat;
   const std::uint64_t bytes = gexec::element_bytes(want.dtype());
+  c.identical = got.byte_size() == want.byte_size() && std::memcmp(got.data(), want.data(), want.byte_size()) == 0;
   std::uint64_t bad = 0, worst = 0, first_bad = 0;
   for (std::uint64_t i = 0; i < want.numel(); ++i) {
     const double a = element(got, i), b = element(want, i);
@@ -253,7 +273,7 @@ void check_against_tvm(const model_case& m, std::string_view form, gexec::graph_
   ex.run();
 
   double max_abs_diff = 0;
-  int compared = 0;
+  int compared = 0, identical = 0;
   for (int i = 0; i < ex.get_num_outputs(); ++i) {
     const gexec::ndarray* want = m.outputs.find(std::to_string(i));
     if (!want) {
@@ -263,11 +283,13 @@ void check_against_tvm(const model_case& m, std::string_view form, gexec::graph_
     comparison c = compare(ex.get_output(i), *want);
     max_abs_diff = std::max(max_abs_diff, c.max_abs_diff);
     ++compared;
+    identical += c.identical;
     if (!c.failure.empty()) FAIL_CHECK(at << ": output " << i << ": " << c.failure);
+    else if (!c.identical && m.needs_sort()) FAIL_CHECK(at << ": output " << i << " is within tolerance but not TVM's bytes");
   }
   CHECK_MESSAGE(m.outputs.size() == static_cast<std::size_t>(ex.get_num_outputs()),
                 at << ": outputs.bin holds " << m.outputs.size() << " outputs, the executor " << ex.get_num_outputs());
-  std::printf("%s: max |diff| = %.3g over %d outputs\n", at.c_str(), max_abs_diff, compared);
+  std::printf("%s: max |diff| = %.3g over %d outputs, %d bit-identical\n", at.c_str(), max_abs_diff, compared, identical);
   std::fflush(stdout);
 }
 
@@ -308,8 +330,8 @@ void for_each_model(F&& body) {
 }  // namespace
 
 TEST_CASE("an environment function that is not registered fails the kernel cleanly, registering it later works") {
-  if (gexec::find_global_function(argsort_name)) {
-    MESSAGE("tvm.contrib.sort.argsort is already registered in this process; nothing to check");
+  if (any_sort_function_registered()) {
+    MESSAGE("TVM's sort functions are already registered in this process; nothing to check");
     return;
   }
   struct failed_once {
@@ -320,7 +342,7 @@ TEST_CASE("an environment function that is not registered fails the kernel clean
   std::vector<model_case> models;
   std::vector<failed_once> executors;
   for_each_model([&](const model_case& m) {
-    if (!m.needs(argsort_name)) return;
+    if (!m.needs_sort()) return;
     models.push_back(m);
     for (std::string_view form : {"split", "single"}) {
       guarded(m, form, [&] {
@@ -331,20 +353,21 @@ TEST_CASE("an environment function that is not registered fails the kernel clean
         }
         try {
           ex.run();
-          FAIL_CHECK(label(m, form) << ": run() succeeded without tvm.contrib.sort.argsort registered");
+          FAIL_CHECK(label(m, form) << ": run() succeeded without TVM's sort functions registered");
         } catch (const gexec::error& e) {
           CHECK_MESSAGE(e.code() == gexec::errc::kernel_failed,
                         label(m, form) << ": expected errc::kernel_failed, got " << std::string(gexec::to_string(e.code())) << ": " << std::string(e.what()));
-          CHECK_MESSAGE(std::string_view(e.what()).find(argsort_name) != std::string_view::npos,
-                        label(m, form) << ": the error does not name tvm.contrib.sort.argsort: " << std::string(e.what()));
-          MESSAGE(label(m, form) << " without argsort: " << std::string(e.what()));
+          const std::string_view what = e.what();
+          const bool named = std::ranges::any_of(sort_functions, [&](std::string_view f) { return m.needs(f) && what.find(f) != what.npos; });
+          CHECK_MESSAGE(named, label(m, form) << ": the error does not name a sort function the model calls: " << std::string(what));
+          MESSAGE(label(m, form) << " without the sort functions: " << std::string(what));
         }
         executors.push_back({models.size() - 1, std::string(form), std::move(ex)});
       });
     }
   });
   if (models.empty()) {
-    MESSAGE("no model of the manifest calls tvm.contrib.sort.argsort");
+    MESSAGE("no model of the manifest calls TVM's sort functions");
     return;
   }
 

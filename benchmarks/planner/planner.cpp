@@ -22,7 +22,7 @@
 
 #include <gexec/executor.hpp>
 
-#include "../../tests/tvm_contrib_sort.hpp"
+#include <gexec/contrib/sort.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -380,7 +380,7 @@ int main(int argc, char** argv) {
   } else if (!fs::exists(dir / "manifest.json")) {
     std::printf("\nconformance models skipped: no manifest.json in %s\n", dir.string().c_str());
   } else {
-    gexec::register_global_function("tvm.contrib.sort.argsort", gexec_test::argsort_f32_i32);
+    gexec::contrib::register_sort_functions();
     std::printf("\nconformance models (%s); outputs: as_compiled against liveness, byte for byte\n", dir.string().c_str());
     const json::value manifest = json::parse(read_text(dir / "manifest.json"));
     for (const json::value& v : manifest.at("models").as_array()) {

@@ -16,7 +16,7 @@
 
 #include "../machine.hpp"
 
-#include "../../tests/tvm_contrib_sort.hpp"
+#include <gexec/contrib/sort.hpp>
 
 #include <pthread.h>
 #include <sched.h>
@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
   } else if (!fs::exists(dir / "manifest.json")) {
     std::printf("conformance models skipped: no manifest.json in %s\n", dir.string().c_str());
   } else {
-    gexec::register_global_function("tvm.contrib.sort.argsort", gexec_test::argsort_f32_i32);
+    gexec::contrib::register_sort_functions();
     const json::value manifest = json::parse(read_text(dir / "manifest.json"));
     for (const json::value& v : manifest.at("models").as_array()) {
       const std::string name(v.as_string());

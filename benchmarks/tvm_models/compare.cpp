@@ -18,7 +18,7 @@
 #include <gexec/executor.hpp>
 #include <gexec/factory.hpp>
 
-#include "../../tests/tvm_contrib_sort.hpp"
+#include <gexec/contrib/sort.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
     std::printf("no models: %s", read_text(dir / "SKIPPED").c_str());
     return 0;
   }
-  gexec::register_global_function("tvm.contrib.sort.argsort", gexec_test::argsort_f32_i32);
+  gexec::contrib::register_sort_functions();
 
   int failures = 0;
   try {

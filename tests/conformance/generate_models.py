@@ -244,6 +244,126 @@ def model_extern_call():
     return mod, {}, inputs, 3
 
 
+def tied(rng, shape, dtype, low=-3, high=4, scale=0.5):
+    """Small values with many repeats, so that the sort order of ties shows."""
+    values = rng.randint(low, high, size=shape)
+    if dtype.startswith("float"):
+        return (values * scale).astype(dtype)
+    return values.astype(dtype)
+
+
+def tuple_of(outs):
+    """One relay tuple of every output (topk "both" contributes two)."""
+    return relay.Tuple([o for out in outs for o in (out if isinstance(out, (list, tuple)) else [out])])
+
+
+def topk_outputs(*args, **kwargs):
+    out = relay.topk(*args, **kwargs)
+    return [out[0], out[1]] if kwargs.get("ret_type", "both") == "both" else [out]
+
+
+def model_sort_float32():
+    """tvm.contrib.sort.topk / .sort / .argsort on float32 with ties.
+
+    Every ret_type of topk, k = 0 (all), both directions, the first, middle and last
+    axis, and argsort to int64 and float32 indices. Each op is an extern call of its
+    own kernel. relay passes topk the output's extent along the axis as k, so the
+    call sees k = 9 for k = 0 here; the unit tests cover k < 1 in the call itself.
+    """
+    rng = np.random.RandomState(71)
+    x = relay.var("x", shape=(4, 9), dtype="float32")
+    y = relay.var("y", shape=(2, 5, 3), dtype="float32")
+    outs = [
+        topk_outputs(x, k=3, axis=-1, ret_type="both", is_ascend=False, dtype="int32"),
+        topk_outputs(x, k=2, axis=0, ret_type="values", is_ascend=True),
+        topk_outputs(x, k=0, axis=1, ret_type="indices", is_ascend=False, dtype="int64"),
+        topk_outputs(y, k=2, axis=1, ret_type="both", is_ascend=True, dtype="int64"),
+        relay.sort(x, axis=0, is_ascend=False),
+        relay.sort(y, axis=1, is_ascend=True),
+        relay.argsort(y, axis=-2, is_ascend=False, dtype="int64"),
+        relay.argsort(x, axis=-1, is_ascend=True, dtype="float32"),
+    ]
+    mod = tvm.IRModule.from_expr(relay.Function([x, y], tuple_of(outs)))
+    inputs = {"x": tied(rng, (4, 9), "float32"), "y": tied(rng, (2, 5, 3), "float32")}
+    return mod, {}, inputs, 3
+
+
+def model_sort_int32():
+    """The same functions on int32 data: topk with ret_type both (int32 and int64
+    indices), sort and argsort."""
+    rng = np.random.RandomState(72)
+    x = relay.var("x", shape=(3, 4, 6), dtype="int32")
+    outs = [
+        topk_outputs(x, k=2, axis=1, ret_type="both", is_ascend=False, dtype="int32"),
+        topk_outputs(x, k=4, axis=-1, ret_type="both", is_ascend=True, dtype="int64"),
+        relay.sort(x, axis=-1, is_ascend=False),
+        relay.argsort(x, axis=0, is_ascend=True, dtype="int32"),
+    ]
+    mod = tvm.IRModule.from_expr(relay.Function([x], tuple_of(outs)))
+    inputs = {"x": tied(rng, (3, 4, 6), "int32")}
+    return mod, {}, inputs, 3
+
+
+def model_sort_dtypes():
+    """The other data dtypes TVM's sort functions take: float16 (compared as float),
+    float64, int64, and int8/uint8 for topk (whose indices may have the data's dtype)."""
+    rng = np.random.RandomState(73)
+    h = relay.var("h", shape=(3, 7), dtype="float16")
+    d = relay.var("d", shape=(5, 4), dtype="float64")
+    q = relay.var("q", shape=(2, 9), dtype="int64")
+    s8 = relay.var("s8", shape=(4, 6), dtype="int8")
+    u8 = relay.var("u8", shape=(6, 4), dtype="uint8")
+    outs = [
+        relay.argsort(h, axis=-1, is_ascend=True, dtype="int64"),
+        relay.sort(h, axis=0, is_ascend=False),
+        topk_outputs(h, k=3, axis=1, ret_type="both", is_ascend=False, dtype="int32"),
+        relay.argsort(d, axis=0, is_ascend=False, dtype="int32"),
+        topk_outputs(d, k=2, axis=-1, ret_type="both", is_ascend=True, dtype="float64"),
+        relay.sort(q, axis=1, is_ascend=True),
+        topk_outputs(q, k=5, axis=1, ret_type="both", is_ascend=False, dtype="int64"),
+        topk_outputs(s8, k=3, axis=1, ret_type="both", is_ascend=False, dtype="int8"),
+        topk_outputs(u8, k=2, axis=0, ret_type="both", is_ascend=True, dtype="uint8"),
+        topk_outputs(u8, k=0, axis=1, ret_type="indices", is_ascend=False, dtype="int32"),
+    ]
+    mod = tvm.IRModule.from_expr(relay.Function([h, d, q, s8, u8], tuple_of(outs)))
+    hv = tied(rng, (3, 7), "float16")
+    hv[0, 0], hv[0, 1], hv[1, 2] = np.float16(-0.0), np.float16(np.inf), np.float16(6e-8)  # -0 ties 0; a subnormal
+    inputs = {
+        "h": hv,
+        "d": tied(rng, (5, 4), "float64", scale=0.125),
+        "q": tied(rng, (2, 9), "int64") * np.int64(2**40),  # beyond int32
+        "s8": tied(rng, (4, 6), "int8", low=-4, high=4) * np.int8(32),  # -128 .. 96
+        "u8": tied(rng, (6, 4), "uint8", low=0, high=5) * np.uint8(60),  # 0 .. 240
+    }
+    return mod, {}, inputs, 3
+
+
+def model_sort_nan():
+    """NaN among the values: TVM compares with < and >, which NaN defeats, so the
+    order is what its std::stable_sort and heap steps make of that; gexec must take
+    the same steps to produce the same bytes."""
+    x = relay.var("x", shape=(2, 14), dtype="float32")
+    outs = [
+        relay.argsort(x, axis=-1, is_ascend=True, dtype="int32"),
+        relay.argsort(x, axis=-1, is_ascend=False, dtype="int32"),
+        relay.sort(x, axis=1, is_ascend=True),
+        topk_outputs(x, k=5, axis=1, ret_type="both", is_ascend=False, dtype="int32"),
+        topk_outputs(x, k=0, axis=1, ret_type="indices", is_ascend=True, dtype="int32"),
+    ]
+    mod = tvm.IRModule.from_expr(relay.Function([x], tuple_of(outs)))
+    nan = np.nan
+    inputs = {
+        "x": np.array(
+            [
+                [3, nan, 1, nan, 2, 0, 5, -1, nan, 4, 7, 2.5, 1, 1],
+                [nan, 0, -0.0, nan, nan, 1, np.inf, -np.inf, 2, nan, 0, 1, nan, -2],
+            ],
+            dtype="float32",
+        )
+    }
+    return mod, {}, inputs, 3
+
+
 MODELS = [
     ("mlp", model_mlp),
     ("mlp_opt0", model_mlp_opt0),
@@ -253,6 +373,10 @@ MODELS = [
     ("int_scalar", model_int_scalar),
     ("opt3_parallel", model_opt3_parallel),
     ("extern_call", model_extern_call),
+    ("sort_float32", model_sort_float32),
+    ("sort_int32", model_sort_int32),
+    ("sort_dtypes", model_sort_dtypes),
+    ("sort_nan", model_sort_nan),
 ]
 
 
