@@ -2,16 +2,18 @@
 # Builds gexec and runs its whole test suite: bash scripts/test.sh
 #
 # Stages, each timed:
-#   clang  clang 14 with ASan+UBSan: every test but conformance, packaging and compile-fail, and the fuzz targets over their seeds
-#   tsan   clang 14 with ThreadSanitizer, only the concurrency tests (CTest label tsan)
-#   gcc    g++ 12, every test, the TVM conformance suite, packaging and compile-fail tests included
-#   bench  the benchmarks, printing their figures and ratios (plain and on one core)
-# Tests and gexec's own code build with -Wall -Wextra -Werror; users' builds get no -Werror.
+#   clang          clang 14 with ASan+UBSan: every test but conformance, packaging and compile-fail, and the fuzz targets over their seeds
+#   tsan           clang 14 with ThreadSanitizer, only the concurrency tests (CTest label tsan)
+#   clang-release  clang 14, Release (-O3) as users build it: every test but conformance, packaging and compile-fail
+#   gcc            g++ 12, Release (-O3): every test, the TVM conformance suite, packaging and compile-fail tests included
+#   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core)
+# gexec's own code (tests, tools, examples, benchmarks) builds with -Wall -Wextra, and
+# here with -Werror too (GEXEC_WARNINGS_AS_ERRORS=ON); users' builds get no -Werror.
 # ccache keeps rebuilds cheap when it is installed (scripts/deps.sh installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${GEXEC_BUILD_DIR:-build}
-type=${GEXEC_BUILD_TYPE:-RelWithDebInfo}
+type=${GEXEC_BUILD_TYPE:-Release}
 jobs=$(nproc)
 total_start=$SECONDS
 
@@ -28,12 +30,12 @@ configure() {  # configure DIR CC CXX [cmake args...]
   shift 3
   local launcher=()
   if command -v ccache >/dev/null; then launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-  CC=$cc CXX=$cxx cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" "${launcher[@]}" "$@" >/dev/null
+  CC=$cc CXX=$cxx cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DGEXEC_WARNINGS_AS_ERRORS=ON "${launcher[@]}" "$@" >/dev/null
 }
 
 clang_stage() {
   local flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-  configure "$build-clang" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_FUZZERS=ON \
+  type=RelWithDebInfo configure "$build-clang" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_FUZZERS=ON \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
   cmake --build "$build-clang" -j "$jobs"
   ctest --test-dir "$build-clang" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail"
@@ -41,10 +43,16 @@ clang_stage() {
 
 tsan_stage() {
   local flags=-fsanitize=thread
-  configure "$build-tsan" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF \
+  type=RelWithDebInfo configure "$build-tsan" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF -DGEXEC_BUILD_TOOLS=OFF \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
   cmake --build "$build-tsan" -j "$jobs" --target test_concurrency test_thread_pool test_runtime test_policies
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir "$build-tsan" --output-on-failure -L tsan
+}
+
+clang_release_stage() {
+  configure "$build-clang-release" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF
+  cmake --build "$build-clang-release" -j "$jobs"
+  ctest --test-dir "$build-clang-release" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail"
 }
 
 gcc_stage() {
@@ -69,6 +77,7 @@ bench_stage() {
 stage deps bash scripts/deps.sh
 stage clang clang_stage
 stage tsan tsan_stage
+stage clang-release clang_release_stage
 stage gcc gcc_stage
 if [ "${GEXEC_SKIP_BENCHMARKS:-0}" != 1 ]; then stage bench bench_stage; fi
 echo "==== all stages: $((SECONDS - total_start)) s"

@@ -1,0 +1,417 @@
+// gexec-run, run as a user runs it: every option, checked by its output, and every bad
+// argument a clear error with a non-zero exit. Expected values are computed here from
+// the model's parameters with plain loops.
+
+#include <gexec/executor.hpp>
+#include <gexec/npy.hpp>
+
+#include "../tools/gexec-run/values.hpp"
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace test;
+
+namespace {
+
+const std::string src = GEXEC_SOURCE_DIR;
+const std::string graph_file = src + "/examples/mlp/graph.json";
+const std::string params_file = src + "/examples/mlp/params.bin";
+const std::string split = " -g " + graph_file + " -l " + GEXEC_TEST_KERNELS + " -p " + params_file;
+const std::string single = std::string(" ") + GEXEC_TEST_FACTORY;
+
+struct result {
+  int status;
+  std::string out;
+};
+
+/// Runs gexec-run with `args` (shell words), stdout and stderr together.
+result run_cli(const std::string& args) {
+  const std::string cmd = std::string(GEXEC_RUN) + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = ::pclose(p);
+  INFO("gexec-run" << args << "\n" << out);
+  REQUIRE(WIFEXITED(status));
+  return {WEXITSTATUS(status), out};
+}
+
+bool has(const result& r, const std::string& s) { return r.out.find(s) != std::string::npos; }
+
+/// A fresh directory for one test's files.
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::path(GEXEC_CLI_SCRATCH) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+/// The bundled MLP computed with plain loops: softmax(w2 . relu(w1 . x)).
+std::vector<float> mlp(const std::vector<float>& x) {
+  const auto params = gexec::load_param_dict_file(params_file);
+  const auto w1 = values_of(params.at("w1")), w2 = values_of(params.at("w2"));
+  std::vector<float> h(8), y(3);
+  for (int i = 0; i < 8; ++i) {
+    float s = 0;
+    for (int k = 0; k < 4; ++k) s += w1[static_cast<std::size_t>(i * 4 + k)] * x[static_cast<std::size_t>(k)];
+    h[static_cast<std::size_t>(i)] = std::max(s, 0.0f);
+  }
+  float z = 0;
+  for (int j = 0; j < 3; ++j) {
+    float s = 0;
+    for (int k = 0; k < 8; ++k) s += w2[static_cast<std::size_t>(j * 8 + k)] * h[static_cast<std::size_t>(k)];
+    y[static_cast<std::size_t>(j)] = s;
+  }
+  const float m = std::max({y[0], y[1], y[2]});
+  for (float& v : y) z += (v = std::exp(v - m));
+  for (float& v : y) v /= z;
+  return y;
+}
+
+/// The printed values of output `name` ("softmax:0: float32[1, 3] = a b c").
+std::vector<double> printed(const result& r, const std::string& name) {
+  const auto at = r.out.find(name + ": ");
+  REQUIRE(at != std::string::npos);
+  const auto eq = r.out.find(" = ", at);
+  const auto end = r.out.find('\n', eq);
+  std::vector<double> v;
+  std::string line = r.out.substr(eq + 3, end - eq - 3);
+  for (std::size_t s = 0; s < line.size();) {
+    const auto sp = line.find(' ', s);
+    v.push_back(std::stod(line.substr(s, sp - s)));
+    if (sp == std::string::npos) break;
+    s = sp + 1;
+  }
+  return v;
+}
+
+void check_close(const std::vector<double>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+}
+
+/// A graph whose output is its input: gexec-run reads and prints any dtype through it.
+std::string identity_graph(const fs::path& dir, DLDataType dtype, std::vector<std::int64_t> shape) {
+  gexec::graph_builder b;
+  b.output(b.input("v", std::move(shape), dtype));
+  const fs::path file = dir / "identity.json";
+  std::ofstream(file) << gexec::to_json(b.build());
+  return " -g " + file.string() + " -l " + GEXEC_TEST_KERNELS;
+}
+
+}  // namespace
+
+TEST_CASE("both model forms give the MLP's answer; the graph's parameters come from the library or --params") {
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  const auto want = mlp(x);
+  const result a = run_cli(split + " -i x=0.5,-1,2,0.25");
+  CHECK(a.status == 0);
+  check_close(printed(a, "softmax:0"), want);
+  const result b = run_cli(single + " --input x=0.5,-1,2,0.25");
+  CHECK(b.status == 0);
+  check_close(printed(b, "softmax:0"), want);
+  // An input may be named by its index among the inputs that are not parameters.
+  check_close(printed(run_cli(split + " -i 0=0.5,-1,2,0.25"), "softmax:0"), want);
+  // A library given as --lib without --params: its weights are inputs no one gave.
+  const result c = run_cli(std::string(" -g ") + graph_file + " -l " + GEXEC_TEST_FACTORY + " -i x=1");
+  CHECK(c.status == 1);
+  CHECK(has(c, "no value given for input w1"));
+}
+
+TEST_CASE("inputs not given are an error, or zeros with --zero-missing") {
+  const result a = run_cli(split);
+  CHECK(a.status == 1);
+  CHECK(has(a, "no value given for input x (float32[1, 4])"));
+  CHECK(has(a, "--zero-missing"));
+  const result b = run_cli(split + " --zero-missing");
+  CHECK(b.status == 0);
+  check_close(printed(b, "softmax:0"), mlp({0, 0, 0, 0}));
+  // One value fills the tensor.
+  check_close(printed(run_cli(split + " -i x=0.5"), "softmax:0"), mlp({0.5f, 0.5f, 0.5f, 0.5f}));
+}
+
+TEST_CASE("bad --input values are errors naming the input and the value") {
+  struct bad {
+    std::string arg, message;
+  };
+  for (const bad& c : std::vector<bad>{{"x=abc", "--input x: value 0 \"abc\" is not a number"},
+                                       {"x=1,2,3", "3 values for 4 elements of float32[1, 4]"},
+                                       {"x=1,,2,3", "value 1 \"\" is not a number"},
+                                       {"x=1e999,1,1,1", "value 0 \"1e999\" is out of range"},
+                                       {"y=1", "--input y: the model has no input of that name or index (inputs: x)"},
+                                       {"w1=1", "no input of that name"},
+                                       {"x", "expected NAME=VALUES or NAME=@FILE.npy"},
+                                       {"=1", "expected NAME=VALUES"},
+                                       {"x=@/nonexistent.npy", "/nonexistent.npy"}}) {
+    const result r = run_cli(split + " -i '" + c.arg + "'");
+    INFO(c.arg << " -> " << r.out);
+    CHECK(r.status == 1);
+    CHECK(has(r, c.message));
+    CHECK(has(r, "gexec-run: "));
+  }
+}
+
+TEST_CASE("inputs from .npy files: values, and the file's dtype and shape checked against the model") {
+  const fs::path dir = scratch("npy_inputs");
+  const std::vector<float> x = {1.5f, -0.5f, 0.25f, 3};
+  gexec::save_npy_file(dir / "x.npy", tensor({1, 4}, x));
+  const result a = run_cli(split + " -i x=@" + (dir / "x.npy").string());
+  CHECK(a.status == 0);
+  check_close(printed(a, "softmax:0"), mlp(x));
+  gexec::save_npy_file(dir / "wrong_shape.npy", tensor({4}, x));
+  const result b = run_cli(split + " -i x=@" + (dir / "wrong_shape.npy").string());
+  CHECK(b.status == 1);
+  CHECK(has(b, "has shape [4], the model wants [1, 4]"));
+  gexec::save_npy_file(dir / "wrong_dtype.npy", gexec::ndarray::from_values<double>({1, 4}, {1, 2, 3, 4}));
+  const result c = run_cli(split + " -i x=@" + (dir / "wrong_dtype.npy").string());
+  CHECK(c.status == 1);
+  CHECK(has(c, "float64"));
+  std::ofstream(dir / "garbage.npy") << "not a numpy file";
+  const result d = run_cli(split + " -i x=@" + (dir / "garbage.npy").string());
+  CHECK(d.status == 1);
+  CHECK(has(d, "garbage.npy"));
+}
+
+TEST_CASE("every dtype can be given inline and is printed back") {
+  const fs::path dir = scratch("dtypes");
+  struct dtype_case {
+    DLDataType dtype;
+    std::string in, out;
+  };
+  for (const dtype_case& c : std::vector<dtype_case>{
+           {gexec::dtypes::boolean, "true,0,1,false", "true false true false"},
+           {gexec::dtypes::int4, "-8,7,0,-1", "-8 7 0 -1"},
+           {gexec::dtypes::uint4, "0,15,3,9", "0 15 3 9"},
+           {gexec::dtypes::int8, "-128,127,0,5", "-128 127 0 5"},
+           {gexec::dtypes::int16, "-32768,32767,1,-2", "-32768 32767 1 -2"},
+           {gexec::dtypes::int32, "-2147483648,2147483647,7,8", "-2147483648 2147483647 7 8"},
+           {gexec::dtypes::int64, "-9223372036854775808,9223372036854775807,1,2", "-9223372036854775808 9223372036854775807 1 2"},
+           {gexec::dtypes::uint8, "0,255,+3,4", "0 255 3 4"},
+           {gexec::dtypes::uint16, "65535,0,1,2", "65535 0 1 2"},
+           {gexec::dtypes::uint32, "4294967295,0,1,2", "4294967295 0 1 2"},
+           {gexec::dtypes::uint64, "18446744073709551615,0,1,2", "18446744073709551615 0 1 2"},
+           {gexec::dtypes::float16, "0.333333,65504,-2.5,inf", "0.333252 65504 -2.5 inf"},
+           {gexec::dtypes::bfloat16, "0.333333,1e30,-2.5,nan", "0.333984 1.00026e+30 -2.5 nan"},
+           {gexec::dtypes::float32, "0.1,-1e-30,3.5,-inf", "0.1 -1e-30 3.5 -inf"},
+           {gexec::dtypes::float64, "0.1,1e300,3.5,-0", "0.1 1e+300 3.5 -0"},
+           {{gexec::tvm_float8_e4m3_code, 8, 1}, "448,0.3,-1.75,1000", "448 0.3125 -1.75 nan"},
+           {{gexec::tvm_float8_e5m2_code, 8, 1}, "57344,0.3,-1.75,1e6", "57344 0.3125 -1.75 inf"}}) {
+    const result r = run_cli(identity_graph(dir, c.dtype, {4}) + " -i v=" + c.in);
+    INFO(gexec::to_string(c.dtype) << ": " << r.out);
+    CHECK(r.status == 0);
+    CHECK(has(r, ": " + gexec::to_string(c.dtype) + "[4] = " + c.out + "\n"));
+  }
+  // Values beyond a dtype's range are refused, naming the range.
+  const result r8 = run_cli(identity_graph(dir, gexec::dtypes::int8, {2}) + " -i v=1,128");
+  CHECK(r8.status == 1);
+  CHECK(has(r8, "value 1 \"128\" is out of range for int8 [-128, 127]"));
+  const result ru = run_cli(identity_graph(dir, gexec::dtypes::uint16, {2}) + " -i v=-1,2");
+  CHECK(ru.status == 1);
+  CHECK(has(ru, "out of range for uint16"));
+  const result rf = run_cli(identity_graph(dir, gexec::dtypes::int32, {2}) + " -i v=1.5,2");
+  CHECK(rf.status == 1);
+  CHECK(has(rf, "is not an integer (the input is int32)"));
+  const result rb = run_cli(identity_graph(dir, gexec::dtypes::boolean, {1}) + " -i v=2");
+  CHECK(rb.status == 1);
+  CHECK(has(rb, "is not a bool"));
+}
+
+TEST_CASE("narrow floats round to nearest even, as numpy and ml_dtypes do") {
+  using namespace gexec_run;
+  CHECK(encode(1.0, float16_format) == 0x3c00);
+  CHECK(encode(1.0 + std::ldexp(1.0, -11), float16_format) == 0x3c00);  // a tie rounds to even
+  CHECK(encode(1.0 + 3 * std::ldexp(1.0, -11), float16_format) == 0x3c02);
+  CHECK(encode(65520, float16_format) == 0x7c00);  // halfway to the next binade: infinity
+  CHECK(encode(std::ldexp(1.0, -24), float16_format) == 0x0001);  // the smallest subnormal
+  CHECK(encode(std::ldexp(1.0, -25), float16_format) == 0x0000);  // a tie with zero rounds to zero
+  CHECK(encode(-0.0, float16_format) == 0x8000);
+  CHECK(encode(1.0, bfloat16_format) == 0x3f80);
+  CHECK(encode(3.0e38, bfloat16_format) == 0x7f62);
+  CHECK(encode(448, e4m3_format) == 0x7e);
+  CHECK(encode(464, e4m3_format) == 0x7e);  // a tie between 448 and 480 goes to the even 448
+  CHECK(encode(470, e4m3_format) == 0x7f);  // nearer 480, beyond the largest finite value: e4m3's NaN
+  CHECK(encode(std::ldexp(1.0, -9), e4m3_format) == 0x01);
+  CHECK(encode(57344, e5m2_format) == 0x7b);
+  CHECK(encode(61440, e5m2_format) == 0x7c);
+  for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {  // every float16 survives a round trip
+    const double v = decode(bits, float16_format);
+    if (!std::isnan(v)) CHECK(encode(v, float16_format) == bits);
+  }
+  for (std::uint32_t bits = 0; bits < 0x100; ++bits) {
+    for (const minifloat* f : {&e4m3_format, &e5m2_format}) {
+      const double v = decode(bits, *f);
+      if (!std::isnan(v)) CHECK(encode(v, *f) == bits);
+    }
+  }
+}
+
+TEST_CASE("--output-dir writes each output as .npy; --expected compares with a tolerance and exits 2 on mismatch") {
+  const fs::path dir = scratch("outputs");
+  const result a = run_cli(split + " -i x=1,2,3,4 --output-dir " + (dir / "out").string());
+  CHECK(a.status == 0);
+  CHECK(has(a, "wrote output 0 (softmax:0) to " + (dir / "out" / "output_0.npy").string()));
+  const auto out = gexec::load_npy_file(dir / "out" / "output_0.npy");
+  CHECK(out.shape().size() == 2);
+  const auto want = mlp({1, 2, 3, 4});
+  const auto got = values_of(out);
+  REQUIRE(got.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+
+  const result same = run_cli(split + " -i x=1,2,3,4 --expected softmax:0=@" + (dir / "out" / "output_0.npy").string());
+  CHECK(same.status == 0);
+  CHECK(has(same, "MATCH output 0 (softmax:0)"));
+  std::vector<float> off(want);
+  off[1] += 0.01f;
+  gexec::save_npy_file(dir / "off.npy", tensor({1, 3}, off));
+  const result differ = run_cli(split + " -i x=1,2,3,4 --expected 0=@" + (dir / "off.npy").string());
+  CHECK(differ.status == 2);
+  CHECK(has(differ, "MISMATCH output 0 (softmax:0): 1 of 3 elements differ beyond atol 0.0001"));
+  CHECK(has(differ, "first at element 1"));
+  CHECK(run_cli(split + " -i x=1,2,3,4 --atol 0.02 --expected 0=@" + (dir / "off.npy").string()).status == 0);
+  CHECK(run_cli(split + " -i x=1,2,3,4 --rtol 0.1 --atol 0 --expected 0=@" + (dir / "off.npy").string()).status == 0);
+  gexec::save_npy_file(dir / "shape.npy", tensor({3}, off));
+  const result shape = run_cli(split + " -i x=1,2,3,4 --expected 0=@" + (dir / "shape.npy").string());
+  CHECK(shape.status == 2);
+  CHECK(has(shape, "got float32[1, 3], expected float32[3]"));
+  const result bad = run_cli(split + " -i x=1,2,3,4 --expected 0=" + (dir / "off.npy").string());
+  CHECK(bad.status == 1);
+  CHECK(has(bad, "expected NAME=@FILE.npy"));
+  CHECK(run_cli(split + " -i x=1,2,3,4 --expected nope=@" + (dir / "off.npy").string()).status == 1);
+  CHECK(has(run_cli(split + " -i x=1 --atol -1"), "--atol and --rtol must be >= 0"));
+}
+
+TEST_CASE("--info and --dot describe the model without running it") {
+  const fs::path dir = scratch("info");
+  const result r = run_cli(single + " --info --dot " + (dir / "g.dot").string());
+  CHECK(r.status == 0);
+  CHECK(has(r, "inputs:\n  x: float32[1, 4]\noutputs:\n  softmax:0: float32[1, 3]\n"));
+  CHECK(has(r, "parameters: 2 (224 bytes)"));
+  CHECK(has(r, "nodes: 7 (4 kernel calls, 3 functions)"));
+  CHECK(has(r, "functions: test_dense test_relu test_softmax"));
+  CHECK(!has(r, " = "));  // nothing ran
+  std::ifstream f(dir / "g.dot");
+  const std::string dot((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK(dot.rfind("digraph gexec {", 0) == 0);
+  CHECK(dot.find("label=\"dense1\\ntest_dense\"") != std::string::npos);
+  CHECK(dot.find("n1 [shape=ellipse, label=\"w1\\nfloat32[8, 4]\", style=filled") != std::string::npos);  // a parameter
+  CHECK(run_cli(single + " --info --dot /nonexistent/dir/g.dot").status == 1);
+}
+
+TEST_CASE("--benchmark prints TVM's statistics with percentiles; its options are checked") {
+  const result r = run_cli(split + " -i x=1 --benchmark --repeat 7 --number 3 --cooldown-ms 1 --repeats-to-cooldown 2");
+  CHECK(r.status == 0);
+  CHECK(has(r, "run(): 7 repeats of 3 runs; per run in us: mean "));
+  for (const char* s : {"median ", "std ", "min ", "max ", "p90 ", "p99 "}) CHECK(has(r, s));
+  const result m = run_cli(split + " -i x=1 --benchmark --repeat 2 --min-repeat-ms 5");
+  CHECK(m.status == 0);
+  CHECK(has(m, "2 repeats of at least 5 ms"));
+  CHECK(has(run_cli(split + " -i x=1 --benchmark --repeat 0"), "--repeat, --number and --repeats-to-cooldown must be >= 1"));
+  const result n = run_cli(split + " -i x=1 --benchmark --number many");
+  CHECK(n.status != 0);
+  CHECK(has(n, "--number"));
+}
+
+TEST_CASE("--profile prints the per-node table and per-function totals; --trace writes a Chrome trace") {
+  const fs::path dir = scratch("profile");
+  const result r = run_cli(split + " -i x=1 --profile --repeat 2 --trace " + (dir / "t.json").string());
+  CHECK(r.status == 0);
+  CHECK(has(r, "Node Name"));
+  CHECK(has(r, "Measurements(us)"));
+  CHECK(has(r, "float32[1, 4], float32[8, 4] -> float32[1, 8]"));
+  CHECK(has(r, "Total_time"));
+  CHECK(has(r, "Function      Nodes  Time(us)  Time(%)"));
+  CHECK(has(r, "wrote a trace of 2 runs"));
+  std::ifstream f(dir / "t.json");
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const boost::json::value doc = boost::json::parse(text);
+  int complete = 0;
+  for (const auto& e : doc.at("traceEvents").as_array()) complete += e.at("ph").as_string() == "X";
+  CHECK(complete == 8);  // 4 kernel calls, 2 runs
+}
+
+TEST_CASE("--dump-dir writes every node's output as the node left it") {
+  const fs::path dir = scratch("dump");
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  const result r = run_cli(split + " -i x=0.5,-1,2,0.25 --dump-dir " + (dir / "nodes").string());
+  CHECK(r.status == 0);
+  CHECK(has(r, "wrote 7 node outputs"));
+  CHECK(values_of(gexec::load_npy_file(dir / "nodes" / "0_x_0.npy")) == x);
+  const auto params = gexec::load_param_dict_file(params_file);
+  CHECK(values_of(gexec::load_npy_file(dir / "nodes" / "1_w1_0.npy")) == values_of(params.at("w1")));
+  const auto w1 = values_of(params.at("w1"));
+  const auto dense1 = values_of(gexec::load_npy_file(dir / "nodes" / "3_dense1_0.npy"));
+  REQUIRE(dense1.size() == 8);
+  for (int i = 0; i < 8; ++i) {
+    float s = 0;
+    for (int k = 0; k < 4; ++k) s += w1[static_cast<std::size_t>(i * 4 + k)] * x[static_cast<std::size_t>(k)];
+    CHECK(dense1[static_cast<std::size_t>(i)] == doctest::Approx(s));
+  }
+  const auto soft = values_of(gexec::load_npy_file(dir / "nodes" / "6_softmax_0.npy"));
+  const auto want = mlp(x);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(soft[i] == doctest::Approx(want[i]));
+}
+
+TEST_CASE("--threads, --device, --policy and --progress") {
+  const auto want = mlp({1, 1, 1, 1});
+  check_close(printed(run_cli(split + " -i x=1 --threads 2"), "softmax:0"), want);
+  check_close(printed(run_cli(split + " -i x=1 --policy parallel --benchmark --repeat 2"), "softmax:0"), want);
+  check_close(printed(run_cli(split + " -i x=1 --device cpu:0"), "softmax:0"), want);
+  const result cuda = run_cli(split + " -i x=1 --device cuda");
+  CHECK(cuda.status == 1);
+  CHECK(has(cuda, "--device cuda: this gexec-run has no CUDA backend"));
+  CHECK(has(run_cli(split + " -i x=1 --device tpu"), "unknown device type \"tpu\""));
+  CHECK(has(run_cli(split + " -i x=1 --device cpu:x"), "the device id must be a number"));
+  CHECK(run_cli(split + " -i x=1 --policy random").status != 0);
+  CHECK(has(run_cli(split + " -i x=1 --threads -2"), "--threads must be >= 0"));
+  const result bar = run_cli(split + " -i x=1 --progress always");
+  CHECK(bar.status == 0);
+  CHECK(has(bar, "loading params.bin [##############################] 100%"));
+  CHECK(!has(run_cli(split + " -i x=1"), "loading"));  // not a terminal
+}
+
+TEST_CASE("bad command lines: clear errors, non-zero exits, never an abort") {
+  CHECK(has(run_cli(""), "give either a single-file MODEL.so, or --graph and --lib"));
+  CHECK(has(run_cli(single + split), "not both"));
+  CHECK(has(run_cli(" -g " + graph_file), "--graph and --lib go together"));
+  const result unknown = run_cli(single + " --frobnicate");
+  CHECK(unknown.status != 0);
+  CHECK(has(unknown, "frobnicate"));
+  const result missing = run_cli(" /nonexistent/model.so");
+  CHECK(missing.status == 1);
+  CHECK(has(missing, "/nonexistent/model.so"));
+  const result text_lib = run_cli(" " + graph_file);
+  CHECK(text_lib.status == 1);
+  CHECK(has(text_lib, "graph.json"));
+  const result dir_graph = run_cli(" -g " + src + " -l " + GEXEC_TEST_KERNELS);
+  CHECK(dir_graph.status == 1);
+  CHECK(has(dir_graph, "not a regular file"));
+  const result bad_json = run_cli(" -g " + params_file + " -l " + GEXEC_TEST_KERNELS);
+  CHECK(bad_json.status == 1);
+  CHECK(has(bad_json, "gexec-run: gexec: invalid_json"));
+  const result version = run_cli(" --version");
+  CHECK(version.status == 0);
+  CHECK(has(version, GEXEC_VERSION_STRING));
+  const result help = run_cli(" --help");
+  CHECK(help.status == 0);
+  CHECK(has(help, "--zero-missing"));
+  CHECK(has(run_cli(split + " -i x=1 --print-limit -5"), "--print-limit must be >= -1"));
+  const result limited = run_cli(split + " -i x=1 --print-limit 2");
+  CHECK(has(limited, "softmax:0: float32[1, 3] = "));
+  CHECK(has(limited, " ...\n"));
+}

@@ -1,0 +1,453 @@
+// gexec-run: runs a TVM graph-executor model from the command line.
+//
+//   gexec-run model.so --input data=@image.npy --output-dir out/
+//   gexec-run --graph graph.json --lib lib.so --params params.bin --input x=0.5,-1,2,0.25
+//   gexec-run model.so --zero-missing --benchmark --repeat 20 --min-repeat-ms 100
+//   gexec-run model.so --input data=@x.npy --profile --trace trace.json --dump-dir nodes/
+//   gexec-run model.so --info --dot graph.dot
+//
+// Exit status: 0 on success, 1 for any error (bad arguments, bad files, a failing
+// kernel), 2 when an output differs from --expected.
+
+#include <gexec/contrib/sort.hpp>
+#include <gexec/debug.hpp>
+#include <gexec/executor.hpp>
+#include <gexec/npy.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "values.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct options {
+  std::string model, graph, lib, params;
+  std::vector<std::string> inputs, expected;
+  bool zero_missing = false;
+  std::string output_dir, dump_dir, trace, dot;
+  bool info = false, bench = false, profile = false;
+  int repeat = 5, number = 1, min_repeat_ms = 0, cooldown_ms = 0, repeats_to_cooldown = 1;
+  int threads = 0;
+  std::string device = "cpu";
+  std::string policy = "sequential";
+  double atol = 1e-4, rtol = 0;
+  int print_limit = 16;
+  std::string progress = "auto";
+};
+
+[[noreturn]] void fail(const std::string& message) { throw gexec::error(gexec::errc::invalid_argument, message); }
+
+// ---- loading, with a progress bar on long reads ---------------------------------------
+
+/// Draws "label [#####     ]  52%" on stdout, redrawn in place, for reads of large files.
+class progress_bar {
+ public:
+  progress_bar(std::string label, std::uint64_t total, bool shown) : label_(std::move(label)), total_(total), shown_(shown) {}
+  void update(std::uint64_t done) {
+    if (!shown_ || total_ == 0) return;
+    const int percent = static_cast<int>(done * 100 / total_);
+    if (percent == last_) return;
+    last_ = percent;
+    const int filled = percent * 30 / 100;
+    std::printf("\r%s [%s%s] %3d%%", label_.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                std::string(static_cast<std::size_t>(30 - filled), ' ').c_str(), percent);
+    std::fflush(stdout);
+  }
+  void finish() {
+    if (shown_ && last_ >= 0) std::printf("\r%s\r", std::string(label_.size() + 38, ' ').c_str());
+    std::fflush(stdout);
+  }
+
+ private:
+  std::string label_;
+  std::uint64_t total_;
+  bool shown_;
+  int last_ = -1;
+};
+
+/// A regular file's bytes, read in large chunks; a bar when `progress` says so.
+std::string read_file(const fs::path& path, const std::string& what, const std::string& progress) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw gexec::error(gexec::errc::io, what + " " + path.string() + ": cannot open (" + std::strerror(errno) + ")");
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } c{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw gexec::error(gexec::errc::io, what + " " + path.string() + ": not a regular file");
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const bool shown = progress == "always" || (progress == "auto" && ::isatty(STDOUT_FILENO) && size >= (std::uint64_t{32} << 20));
+  progress_bar bar("loading " + path.filename().string(), size, shown);
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  std::uint64_t done = 0;
+  while (done < size) {
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(size - done, std::uint64_t{8} << 20));
+    const ssize_t got = ::read(fd, bytes.data() + done, want);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) throw gexec::error(gexec::errc::io, what + " " + path.string() + ": read failed at byte " + std::to_string(done));
+    done += static_cast<std::uint64_t>(got);
+    bar.update(done);
+  }
+  bar.finish();
+  return bytes;
+}
+
+struct loaded {
+  std::optional<gexec::factory> factory;  // a single-file model
+  std::optional<gexec::model> model;      // graph + library + parameters
+  std::vector<std::string> param_names;
+  std::uint64_t param_bytes = 0;
+  std::optional<gexec::graph_executor<>> executor;
+  gexec::graph_executor<>& ex() { return *executor; }
+  const gexec::graph_executor<>& ex() const { return *executor; }
+};
+
+DLDevice parse_device(const std::string& text) {
+  const auto colon = text.find(':');
+  const std::string type = text.substr(0, colon);
+  int id = 0;
+  if (colon != std::string::npos) {
+    const std::string digits = text.substr(colon + 1);
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+    if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() || id < 0)
+      fail("--device " + text + ": the device id must be a number >= 0");
+  }
+  if (type == "cpu" || type == "llvm") return gexec::cpu(id);
+  if (type == "cuda" || type == "gpu")
+    throw gexec::error(gexec::errc::unsupported, "--device " + text + ": this gexec-run has no CUDA backend; devices it runs on: cpu");
+  fail("--device " + text + ": unknown device type \"" + type + "\" (known: cpu)");
+}
+
+loaded load(const options& o) {
+  std::shared_ptr<gexec::runtime> rt;
+  if (o.threads > 0) rt = gexec::runtime::create({.num_threads = o.threads});
+  gexec::contrib::register_sort_functions(rt ? *rt : gexec::runtime::global());
+  const DLDevice device = parse_device(o.device);
+  loaded l;
+  if (!o.model.empty()) {
+    l.factory = gexec::load_factory(o.model, rt);
+    for (const auto& [name, value] : l.factory->params()) {
+      l.param_names.push_back(name);
+      l.param_bytes += value.byte_size();
+    }
+    l.executor.emplace(l.factory->create({device}));
+    return l;
+  }
+  const gexec::validated_graph g = gexec::parse_graph(read_file(o.graph, "--graph", o.progress));
+  gexec::param_dict params;
+  if (!o.params.empty()) params = gexec::load_param_dict(read_file(o.params, "--params", o.progress));
+  for (const auto& [name, value] : params) {
+    l.param_names.push_back(name);
+    l.param_bytes += value.byte_size();
+  }
+  gexec::module lib = rt ? rt->load_module(o.lib) : gexec::load_module(o.lib);
+  gexec::model_options mo;
+  mo.devices = {device};
+  mo.runtime = rt;
+  l.model.emplace(g, std::move(lib), params, mo);
+  l.executor.emplace(l.model->instantiate());
+  return l;
+}
+
+// ---- inputs, outputs, checks -------------------------------------------------------------
+
+/// "name=..." split at the first '='; the name may also be an index.
+std::pair<std::string, std::string> split_spec(const std::string& spec, const std::string& flag) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) fail(flag + " " + spec + ": expected NAME=VALUES or NAME=@FILE.npy");
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+int find_named(const std::vector<gexec::tensor_info>& infos, const std::string& name, const std::string& flag, const std::string& kind) {
+  for (std::size_t i = 0; i < infos.size(); ++i)
+    if (infos[i].name == name) return static_cast<int>(i);
+  int index = -1;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), index);
+  if (ec == std::errc{} && end == name.data() + name.size() && index >= 0 && static_cast<std::size_t>(index) < infos.size()) return index;
+  std::string known;
+  for (const auto& i : infos) known += (known.empty() ? "" : ", ") + i.name;
+  fail(flag + " " + name + ": the model has no " + kind + " of that name or index (" + kind + "s: " + known + ")");
+}
+
+gexec::ndarray read_tensor(const std::string& value, const gexec::tensor_info& info, const std::string& what) {
+  if (!value.empty() && value.front() == '@') {
+    gexec::ndarray a = gexec::load_npy_file(value.substr(1), info.dtype);
+    if (!gexec::same_dtype(a.dtype(), info.dtype))
+      throw gexec::error(gexec::errc::dtype_mismatch, what + ": " + value.substr(1) + " holds " + gexec::to_string(a.dtype()) + ", the model wants " +
+                                                          gexec::to_string(info.dtype));
+    if (!std::equal(a.shape().begin(), a.shape().end(), info.shape.begin(), info.shape.end()))
+      throw gexec::error(gexec::errc::shape_mismatch, what + ": " + value.substr(1) + " has shape " + gexec::detail::shape_to_string(a.shape()) +
+                                                          ", the model wants " + gexec::detail::shape_to_string(info.shape));
+    return a;
+  }
+  return gexec_run::parse_values(value, info.shape, info.dtype, what);
+}
+
+void set_inputs(const options& o, loaded& l) {
+  const auto infos = l.ex().get_input_info();  // the inputs that are not parameters
+  std::vector<bool> given(infos.size(), false);
+  for (const std::string& spec : o.inputs) {
+    const auto [name, value] = split_spec(spec, "--input");
+    const auto i = static_cast<std::size_t>(find_named(infos, name, "--input", "input"));
+    l.ex().set_input(infos[i].name, read_tensor(value, infos[i], "--input " + name));
+    given[i] = true;
+  }
+  std::string missing;
+  for (std::size_t i = 0; i < infos.size(); ++i)
+    if (!given[i]) {
+      if (o.zero_missing) {
+        auto zeros = gexec::ndarray::empty(infos[i].shape, infos[i].dtype);
+        if (zeros.byte_size()) std::memset(zeros.data(), 0, static_cast<std::size_t>(zeros.byte_size()));
+        l.ex().set_input(infos[i].name, zeros);
+      } else {
+        missing += (missing.empty() ? "" : ", ") + infos[i].name + " (" + gexec::to_string(infos[i].dtype) +
+                   gexec::detail::shape_to_string(infos[i].shape) + ")";
+      }
+    }
+  if (!missing.empty()) fail("no value given for input " + missing + "; give each with --input NAME=..., or pass --zero-missing");
+}
+
+void print_tensor(const std::string& name, const gexec::ndarray& a, int limit) {
+  std::cout << name << ": " << gexec::to_string(a.dtype()) << gexec::detail::shape_to_string(a.shape()) << " =";
+  const std::uint64_t count = a.numel() * a.dtype().lanes;
+  const std::uint64_t shown = limit < 0 ? count : std::min<std::uint64_t>(count, static_cast<std::uint64_t>(limit));
+  for (std::uint64_t i = 0; i < shown; ++i) std::cout << ' ' << gexec_run::format_element(a, i);
+  std::cout << (count > shown ? " ...\n" : "\n");
+}
+
+/// A file name from a tensor name: letters, digits, '.', '-' and '_' kept, others '_'.
+std::string file_stem(const std::string& name) {
+  std::string s;
+  for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
+  return s.empty() || s[0] == '.' ? "_" + s : s;
+}
+
+void make_dir(const std::string& dir, const std::string& flag) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw gexec::error(gexec::errc::io, flag + " " + dir + ": cannot create the directory (" + ec.message() + ")");
+}
+
+/// Compares output `index` with the .npy file; prints the verdict; true when it matches.
+bool check_expected(const std::string& spec, loaded& l, const options& o) {
+  const auto infos = l.ex().get_output_info();
+  const auto [name, value] = split_spec(spec, "--expected");
+  if (value.empty() || value.front() != '@') fail("--expected " + spec + ": expected NAME=@FILE.npy");
+  const int index = find_named(infos, name, "--expected", "output");
+  const gexec::tensor_info& info = infos[static_cast<std::size_t>(index)];
+  const gexec::ndarray want = gexec::load_npy_file(value.substr(1), info.dtype);
+  const gexec::ndarray got = l.ex().get_output(index);
+  const std::string label = "output " + std::to_string(index) + " (" + info.name + ")";
+  if (!gexec::same_dtype(want.dtype(), got.dtype()) || !std::equal(want.shape().begin(), want.shape().end(), got.shape().begin(), got.shape().end())) {
+    std::cout << "MISMATCH " << label << ": got " << gexec::to_string(got.dtype()) << gexec::detail::shape_to_string(got.shape()) << ", expected "
+              << gexec::to_string(want.dtype()) << gexec::detail::shape_to_string(want.shape()) << '\n';
+    return false;
+  }
+  const std::uint64_t count = got.numel() * got.dtype().lanes;
+  std::uint64_t bad = 0, first_bad = 0;
+  double max_diff = 0;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const double g = gexec_run::element_as_double(got, i), w = gexec_run::element_as_double(want, i);
+    const bool same = (std::isnan(g) && std::isnan(w)) || g == w;
+    const double diff = same ? 0 : std::fabs(g - w);
+    if (!same && !(diff <= o.atol + o.rtol * std::fabs(w))) {
+      if (bad++ == 0) first_bad = i;
+    }
+    if (!std::isnan(diff)) max_diff = std::max(max_diff, diff);
+  }
+  if (bad == 0) {
+    std::cout << "MATCH " << label << " (max abs diff " << max_diff << ")\n";
+    return true;
+  }
+  std::cout << "MISMATCH " << label << ": " << bad << " of " << count << " elements differ beyond atol " << o.atol << " rtol " << o.rtol
+            << "; first at element " << first_bad << ": got " << gexec_run::format_element(got, first_bad) << ", expected "
+            << gexec_run::format_element(want, first_bad) << " (max abs diff " << max_diff << ")\n";
+  return false;
+}
+
+// ---- modes ------------------------------------------------------------------------------
+
+void print_info(const loaded& l) {
+  const gexec::graph& g = l.ex().get_graph();
+  std::cout << "inputs:\n";
+  for (const auto& i : l.ex().get_input_info())
+    std::cout << "  " << i.name << ": " << gexec::to_string(i.dtype) << gexec::detail::shape_to_string(i.shape) << '\n';
+  std::cout << "outputs:\n";
+  for (const auto& i : l.ex().get_output_info())
+    std::cout << "  " << i.name << ": " << gexec::to_string(i.dtype) << gexec::detail::shape_to_string(i.shape) << '\n';
+  std::set<std::string> functions;
+  std::size_t ops = 0;
+  for (const auto& n : g.nodes)
+    if (n.is_op()) {
+      ++ops;
+      functions.insert(n.func_name);
+    }
+  std::cout << "parameters: " << l.param_names.size() << " (" << l.param_bytes << " bytes)\n"
+            << "nodes: " << g.nodes.size() << " (" << ops << " kernel calls, " << functions.size() << " functions)\n"
+            << "functions:";
+  for (const auto& f : functions) std::cout << ' ' << f;
+  std::cout << "\nactivation storage: " << l.ex().storage_bytes() << " bytes per executor\n";
+}
+
+void write_text(const std::string& path, const std::string& text, const std::string& flag) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) throw gexec::error(gexec::errc::io, flag + " " + path + ": cannot write the file");
+}
+
+template <class F>
+void run_with_policy(const options& o, gexec::graph_executor<>& ex, F&& observer) {
+  if (o.policy == "parallel") ex.run(gexec::parallel_branches{}, observer);
+  else ex.run(gexec::sequential{}, observer);
+}
+
+void benchmark(const options& o, gexec::graph_executor<>& ex) {
+  gexec::benchmark_options b{.repeat = o.repeat, .number = o.number, .min_repeat_ms = o.min_repeat_ms,
+                             .cooldown_interval_ms = o.cooldown_ms, .repeats_to_cooldown = o.repeats_to_cooldown};
+  const gexec::benchmark_result r = o.policy == "parallel" ? gexec::benchmark([&] { ex.run(gexec::parallel_branches{}); }, b)
+                                                           : gexec::benchmark(ex, b);
+  std::vector<double> sorted = r.results;
+  std::sort(sorted.begin(), sorted.end());
+  auto percentile = [&sorted](double p) {  // linear between closest ranks, as numpy.percentile
+    const double rank = p / 100 * static_cast<double>(sorted.size() - 1);
+    const auto lo = static_cast<std::size_t>(rank);
+    const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
+  };
+  std::printf("run(): %zu repeats of %s; per run in us: mean %.3f, median %.3f, std %.3f, min %.3f, max %.3f, p90 %.3f, p99 %.3f\n",
+              r.results.size(), o.min_repeat_ms > 0 ? ("at least " + std::to_string(o.min_repeat_ms) + " ms").c_str()
+                                                    : (std::to_string(o.number) + " runs").c_str(),
+              r.mean * 1e6, r.median * 1e6, r.std * 1e6, r.min * 1e6, r.max * 1e6, percentile(90) * 1e6, percentile(99) * 1e6);
+}
+
+int run(const options& o) {
+  const bool split = !o.graph.empty() || !o.lib.empty() || !o.params.empty();
+  if (o.model.empty() == !split) fail("give either a single-file MODEL.so, or --graph and --lib (and --params), not both");
+  if (split && (o.graph.empty() || o.lib.empty())) fail("--graph and --lib go together (with --params when the model has parameters)");
+  if (o.repeat < 1 || o.number < 1 || o.min_repeat_ms < 0 || o.cooldown_ms < 0 || o.repeats_to_cooldown < 1)
+    fail("--repeat, --number and --repeats-to-cooldown must be >= 1, --min-repeat-ms and --cooldown-ms >= 0");
+  if (o.atol < 0 || o.rtol < 0 || std::isnan(o.atol) || std::isnan(o.rtol)) fail("--atol and --rtol must be >= 0");
+  if (o.threads < 0) fail("--threads must be >= 0 (0: the cores this process may use)");
+  if (o.print_limit < -1) fail("--print-limit must be >= -1 (-1: every element)");
+
+  loaded l = load(o);
+  if (!o.dot.empty()) {
+    write_text(o.dot, gexec::to_dot(l.ex().get_graph(), l.param_names), "--dot");
+    std::cout << "wrote the graph to " << o.dot << '\n';
+  }
+  if (o.info) {
+    print_info(l);
+    return 0;
+  }
+  set_inputs(o, l);
+  gexec::no_observer none;
+  run_with_policy(o, l.ex(), none);
+  const auto outputs = l.ex().get_output_info();
+  for (int i = 0; i < l.ex().get_num_outputs(); ++i) print_tensor(outputs[static_cast<std::size_t>(i)].name, l.ex().get_output(i), o.print_limit);
+  if (!o.output_dir.empty()) {
+    make_dir(o.output_dir, "--output-dir");
+    for (int i = 0; i < l.ex().get_num_outputs(); ++i) {
+      const fs::path file = fs::path(o.output_dir) / ("output_" + std::to_string(i) + ".npy");
+      gexec::save_npy_file(file, l.ex().get_output(i));
+      std::cout << "wrote output " << i << " (" << outputs[static_cast<std::size_t>(i)].name << ") to " << file.string() << '\n';
+    }
+  }
+  bool matched = true;
+  for (const std::string& spec : o.expected) matched = check_expected(spec, l, o) && matched;
+
+  if (!o.dump_dir.empty()) {
+    make_dir(o.dump_dir, "--dump-dir");
+    const gexec::graph& g = l.ex().get_graph();
+    std::size_t files = 0;
+    for (const gexec::node_output& out : gexec::debug_get_outputs(l.ex())) {
+      const std::string stem = std::to_string(out.node_id) + "_" + file_stem(g.nodes[out.node_id].name) + "_" + std::to_string(out.index);
+      gexec::save_npy_file(fs::path(o.dump_dir) / (stem + ".npy"), out.value);
+      ++files;
+    }
+    std::cout << "wrote " << files << " node outputs to " << o.dump_dir << '\n';
+  }
+  if (o.profile) {
+    const gexec::profile_report r = gexec::profile(l.ex(), {.warmup = 3, .repeat = o.repeat, .number = o.number});
+    std::cout << r.table();
+  }
+  if (!o.trace.empty()) {
+    gexec::trace_recorder trace(l.ex());
+    for (int i = 0; i < o.repeat; ++i) {
+      run_with_policy(o, l.ex(), trace);
+      trace.end_run();
+    }
+    write_text(o.trace, trace.chrome_trace(), "--trace");
+    std::cout << "wrote a trace of " << trace.runs() << " runs to " << o.trace << " (open it in https://ui.perfetto.dev)\n";
+  }
+  if (o.bench) benchmark(o, l.ex());
+  return matched ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  CLI::App app{"gexec-run " GEXEC_VERSION_STRING ": run a TVM graph-executor model (a single-file library, or graph JSON + kernel library + parameters)"};
+  app.set_version_flag("--version", GEXEC_VERSION_STRING);
+  app.add_option("model", o.model, "single-file model library (TVM's export_library)");
+  auto* model_group = "Model (split form)";
+  app.add_option("-g,--graph", o.graph, "graph JSON")->group(model_group);
+  app.add_option("-l,--lib", o.lib, "kernel library (.so)")->group(model_group);
+  app.add_option("-p,--params", o.params, "parameter blob (tvm.runtime.save_param_dict)")->group(model_group);
+  app.add_option("-i,--input", o.inputs, "input NAME=v1,v2,... (by the input's dtype; one value fills the tensor) or NAME=@file.npy")
+      ->group("Inputs and outputs");
+  app.add_flag("--zero-missing", o.zero_missing, "run inputs that were not given as zeros (otherwise they are an error)")->group("Inputs and outputs");
+  app.add_option("-o,--output-dir", o.output_dir, "write each output as DIR/output_<i>.npy")->group("Inputs and outputs");
+  app.add_option("--expected", o.expected, "NAME=@file.npy: compare output NAME (or index) with the file; exit 2 on mismatch")->group("Inputs and outputs");
+  app.add_option("--atol", o.atol, "absolute tolerance for --expected (default 1e-4)")->group("Inputs and outputs");
+  app.add_option("--rtol", o.rtol, "relative tolerance for --expected (default 0)")->group("Inputs and outputs");
+  app.add_option("--print-limit", o.print_limit, "elements of each output printed (default 16; -1 for all)")->group("Inputs and outputs");
+  app.add_flag("--info", o.info, "print the model's inputs, outputs, parameters and functions, and exit")->group("Inspect");
+  app.add_option("--dot", o.dot, "write the graph for Graphviz to FILE")->group("Inspect");
+  app.add_flag("--benchmark", o.bench, "time run() as TVM's time evaluator does")->group("Measure");
+  app.add_option("--repeat", o.repeat, "measurements (default 5)")->group("Measure");
+  app.add_option("--number", o.number, "runs per measurement (default 1)")->group("Measure");
+  app.add_option("--min-repeat-ms", o.min_repeat_ms, "grow --number until a measurement lasts this long (default 0)")->group("Measure");
+  app.add_option("--cooldown-ms", o.cooldown_ms, "pause between measurements (default 0)")->group("Measure");
+  app.add_option("--repeats-to-cooldown", o.repeats_to_cooldown, "measurements between pauses (default 1)")->group("Measure");
+  app.add_flag("--profile", o.profile, "per-node table as TVM's debug executor printed it, with per-function totals")->group("Measure");
+  app.add_option("--trace", o.trace, "write a Chrome trace (Perfetto) of --repeat runs to FILE")->group("Measure");
+  app.add_option("--dump-dir", o.dump_dir, "write every node's outputs as DIR/<node>_<name>_<i>.npy")->group("Measure");
+  app.add_option("--threads", o.threads, "threads of the kernels' thread pool (default: the cores this process may use)")->group("Execution");
+  app.add_option("--device", o.device, "device to run on: cpu[:N] (default cpu)")->group("Execution");
+  app.add_option("--policy", o.policy, "execution policy: sequential or parallel (independent branches at once)")
+      ->check(CLI::IsMember({"sequential", "parallel"}))->group("Execution");
+  app.add_option("--progress", o.progress, "progress bar for large files: auto (when stdout is a terminal), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))->group("Execution");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  try {
+    return run(o);
+  } catch (const gexec::error& e) {
+    std::cerr << "gexec-run: " << e.what() << '\n';
+  } catch (const std::exception& e) {
+    std::cerr << "gexec-run: " << e.what() << '\n';
+  }
+  return 1;
+}
