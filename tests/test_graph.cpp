@@ -446,3 +446,43 @@ TEST_CASE("a graph file larger than memory can hold is an out_of_memory error na
   CHECK(WEXITSTATUS(status) == 0);
 #endif
 }
+
+TEST_CASE("a graph file that cannot be read is an io error naming the path, never a std::ios_base::failure") {
+  const auto dir = std::filesystem::temp_directory_path() / ("gexec_test_graph_unreadable_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  struct remove_at_end {
+    std::filesystem::path path;
+    ~remove_at_end() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } cleanup{dir};
+  auto error_of = [](const std::filesystem::path& p) -> std::string {
+    try {
+      (void)gexec::load_graph_file(p);
+    } catch (const gexec::error& e) {
+      return std::string(gexec::to_string(e.code())) + ": " + e.what();
+    } catch (const std::exception& e) {
+      return std::string("not a gexec::error: ") + e.what();
+    }
+    return "no error";
+  };
+  const auto missing = dir / "missing.json";
+  std::string r = error_of(missing);
+  CHECK_MESSAGE(r.rfind("io: ", 0) == 0, r);
+  CHECK_MESSAGE(r.find("cannot open graph file " + missing.string() + ": No such file or directory") != std::string::npos, r);
+  r = error_of(dir / "missing" / "");
+  CHECK_MESSAGE(r.rfind("io: ", 0) == 0, r);
+
+  const auto locked = dir / "graph.json";
+  std::ofstream(locked) << kGraph;
+  std::filesystem::permissions(locked, std::filesystem::perms::none);
+  if (::access(locked.c_str(), R_OK) == 0) {
+    MESSAGE("this process reads files whatever their permissions (root); the unreadable-file case is skipped");
+    return;
+  }
+  r = error_of(locked);
+  CHECK_MESSAGE(r.rfind("io: ", 0) == 0, r);
+  CHECK_MESSAGE(r.find("cannot open graph file " + locked.string() + ": Permission denied") != std::string::npos, r);
+}

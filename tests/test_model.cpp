@@ -7,10 +7,17 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace {
 
@@ -193,4 +200,152 @@ TEST_CASE("a graph is validated before anything plans it") {
   auto e = error_of([&] { (void)gexec::create(g, kernels()); });
   CHECK(e.code() == gexec::errc::invalid_graph);
   CHECK(std::string(e.what()).find("storage id 1000 out of range") != std::string::npos);
+}
+
+namespace {
+
+/// A fresh directory for one test, removed with everything in it at the end.
+struct scratch_dir {
+  std::filesystem::path path;
+  explicit scratch_dir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / ("gexec_test_model_" + name + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~scratch_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+// The C++ kernels of weighted_graph(), for the registry binding.
+gexec::registry cpp_kernels() {
+  gexec::registry r;
+  auto binary = [](float (*op)(float, float)) {
+    return [op](gexec::packed_args a) {
+      const DLTensor &x = a.tensor(0), &y = a.tensor(1);
+      DLTensor& z = a.tensor(2);
+      for (std::int64_t i = 0; i < x.shape[0]; ++i)
+        static_cast<float*>(z.data)[i] = op(static_cast<const float*>(x.data)[i], static_cast<const float*>(y.data)[i]);
+    };
+  };
+  r.add("test_add", binary([](float x, float y) { return x + y; }));
+  r.add("test_multiply", binary([](float x, float y) { return x * y; }));
+  r.add("test_relu", [](gexec::packed_args a) {
+    const DLTensor& x = a.tensor(0);
+    DLTensor& y = a.tensor(1);
+    for (std::int64_t i = 0; i < x.shape[0]; ++i) static_cast<float*>(y.data)[i] = std::max(static_cast<const float*>(x.data)[i], 0.0f);
+  });
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("create reads the graph from a file given as a std::filesystem::path; strings stay JSON text") {
+  scratch_dir dir("create_path");
+  const std::string json = gexec::to_json(weighted_graph());
+  const std::filesystem::path file = dir.path / "graph.json";
+  std::ofstream(file) << json;
+  const auto params = weights();
+  const auto x = ramp(0.25f, 0.125f);
+  auto check_runs = [&](auto ex) {
+    ex.load_params(gexec::save_param_dict(params));
+    ex.set_input("x", tensor({kN}, x));
+    ex.run();
+    CHECK(values_of(ex.get_output(0)) == expected(x, params));
+  };
+  // A path: the file, over a library or over C++ kernels.
+  check_runs(gexec::create(file, kernels()));
+  check_runs(gexec::create(file, cpp_kernels()));
+  const std::filesystem::path& file_ref = file;
+  check_runs(gexec::create(file_ref, cpp_kernels(), {gexec::cpu()}));
+  // Text, however it is spelled: a string, a string_view, a C string.
+  check_runs(gexec::create(json, kernels()));
+  check_runs(gexec::create(std::string_view(json), cpp_kernels()));
+  check_runs(gexec::create(json.c_str(), cpp_kernels()));
+  // A path string is text, and not JSON: the path overload is not picked for it.
+  auto e = error_of([&] { (void)gexec::create(file.string(), cpp_kernels()); });
+  CHECK(e.code() == gexec::errc::invalid_json);
+  e = error_of([&] { (void)gexec::create(file.c_str(), kernels()); });
+  CHECK(e.code() == gexec::errc::invalid_json);
+  // A path that names no file, or a directory, is an io error naming it.
+  for (const auto& bad : {dir.path / "missing.json", dir.path}) {
+    e = error_of([&] { (void)gexec::create(bad, cpp_kernels()); });
+    CHECK(e.code() == gexec::errc::io);
+    CHECK(contains(e, "graph file " + bad.string()));
+    e = error_of([&] { (void)gexec::create(bad, kernels()); });
+    CHECK(e.code() == gexec::errc::io);
+  }
+}
+
+TEST_CASE("model::load reads TVM's three files: graph JSON, kernel library and parameters") {
+  scratch_dir dir("three_files");
+  const auto graph_file = dir.path / "graph.json", params_file = dir.path / "params.bin";
+  std::ofstream(graph_file) << gexec::to_json(weighted_graph());
+  const auto params = weights();
+  gexec::save_param_dict_file(params, params_file);
+
+  const auto m = gexec::model::load(graph_file, GEXEC_TEST_KERNELS, params_file);
+  CHECK(m.param_bytes() == 2 * kN * 4);
+  auto ex = m.instantiate();
+  const auto x = ramp(-1.0f, 0.01f);
+  ex.set_input("x", tensor({kN}, x));
+  ex.run();
+  CHECK(values_of(ex.get_output(0)) == expected(x, params));
+  // With a runtime of its own, which keeps the library loaded.
+  auto rt = gexec::runtime::create({.num_threads = 1});
+  gexec::model_options options;
+  options.runtime = rt;
+  CHECK(gexec::model::load(graph_file, GEXEC_TEST_KERNELS, params_file, options).get_runtime() == rt);
+
+  // Each file is checked, and named when it is at fault.
+  auto e = error_of([&] { (void)gexec::model::load(dir.path / "missing.json", GEXEC_TEST_KERNELS, params_file); });
+  CHECK(e.code() == gexec::errc::io);
+  CHECK(contains(e, "graph file " + (dir.path / "missing.json").string()));
+  e = error_of([&] { (void)gexec::model::load(graph_file, dir.path, params_file); });
+  CHECK(e.code() == gexec::errc::io);
+  CHECK(contains(e, "kernel library " + dir.path.string() + " is a directory, not a regular file"));
+  e = error_of([&] { (void)gexec::model::load(graph_file, GEXEC_TEST_KERNELS, dir.path); });
+  CHECK(e.code() == gexec::errc::io);
+  CHECK(contains(e, "parameter file " + dir.path.string() + " is a directory, not a regular file"));
+  e = error_of([&] { (void)gexec::model::load(graph_file, GEXEC_TEST_KERNELS, graph_file); });
+  CHECK(e.code() == gexec::errc::invalid_params);
+}
+
+TEST_CASE("every failure to read a model's files is a gexec::error naming the file") {
+  scratch_dir dir("bad_files");
+  const auto text = dir.path / "notes.txt";
+  std::ofstream(text) << "not a kernel library\n";
+  const auto fifo = dir.path / "model.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // The single-file form: a directory, a FIFO (which must not block), a text file.
+  auto e = error_of([&] { (void)gexec::model::load(dir.path); });
+  CHECK(e.code() == gexec::errc::io);
+  CHECK(contains(e, "kernel library " + dir.path.string() + " is a directory, not a regular file"));
+  e = error_of([&] { (void)gexec::model::load(fifo); });
+  CHECK(e.code() == gexec::errc::io);
+  CHECK(contains(e, "kernel library " + fifo.string() + " is a FIFO, not a regular file"));
+  e = error_of([&] { (void)gexec::model::load(text); });
+  CHECK(e.code() == gexec::errc::io);
+  CHECK(contains(e, "cannot load kernel library " + text.string() + ": "));
+  CHECK_FALSE(contains(e, "Bad file descriptor"));
+  // Parameters: a directory, a FIFO, a file this process may not read.
+  for (auto mode : {gexec::load_mode::copy, gexec::load_mode::mmap}) {
+    e = error_of([&] { (void)gexec::load_param_dict_file(dir.path, mode); });
+    CHECK(e.code() == gexec::errc::io);
+    e = error_of([&] { (void)gexec::load_param_dict_file(fifo, mode); });
+    CHECK(e.code() == gexec::errc::io);
+  }
+  const auto locked = dir.path / "locked.bin";
+  gexec::save_param_dict_file(weights(), locked);
+  std::filesystem::permissions(locked, std::filesystem::perms::none);
+  if (::access(locked.c_str(), R_OK) == 0) {
+    MESSAGE("this process reads files whatever their permissions (root); the unreadable-file case is skipped");
+  } else {
+    for (auto mode : {gexec::load_mode::copy, gexec::load_mode::mmap}) {
+      e = error_of([&] { (void)gexec::load_param_dict_file(locked, mode); });
+      CHECK(e.code() == gexec::errc::io);
+      CHECK(contains(e, "cannot open parameter file " + locked.string() + ": Permission denied"));
+    }
+  }
 }

@@ -13,11 +13,16 @@
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -250,5 +255,67 @@ TEST_CASE("a data symbol whose size runs past the library's loaded segments is r
   ex.set_input("x", gexec::ndarray::from_values<float>({1, 4}, {0.5f, -1, 2, 0.25f}));
   ex.run();
   CHECK(ex.get_output(0).values<float>()[0] == doctest::Approx(0.4007862).epsilon(1e-6));
+  check_loaded_modules_work();
+}
+
+TEST_CASE("a file that is not a kernel library is an io error saying why the loader refused it") {
+  const fs::path dir = fs::temp_directory_path() / ("gexec_test_module_files_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  struct remove_at_end {
+    fs::path path;
+    ~remove_at_end() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } cleanup{dir};
+  // Text, short and long: the dynamic loader's reasons differ ("file too short", "invalid
+  // ELF header"), and are what the message ends with, not an errno nobody set.
+  const fs::path short_text = dir / "short.so", long_text = dir / "long.so";
+  std::ofstream(short_text) << "not a library\n";
+  std::ofstream(long_text) << std::string(4096, '#') << '\n';
+  for (const fs::path& p : {short_text, long_text}) {
+    CAPTURE(p);
+    auto e = error_of([&] { (void)gexec::load_module(p); });
+    CHECK(e.code() == gexec::errc::io);
+    CHECK(contains(e, "cannot load kernel library " + p.string() + ": " + fs::canonical(p).string() + ": "));
+    CHECK_FALSE(contains(e, "Bad file descriptor"));
+    CHECK_FALSE(contains(e, "boost::dll"));
+  }
+  CHECK(contains(error_of([&] { (void)gexec::load_module(short_text); }), "file too short"));
+  CHECK(contains(error_of([&] { (void)gexec::load_module(long_text); }), "invalid ELF header"));
+
+  // A directory and a FIFO are refused before the loader opens them (it would wait for
+  // a FIFO's writer), by load_module, load_factory and a runtime alike.
+  const fs::path fifo = dir / "lib.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    bool ok = true;
+    auto refused = [&](const fs::path& p, const char* kind, auto load) {
+      try {
+        load(p);
+        ok = false;
+      } catch (const gexec::error& e) {
+        ok = ok && e.code() == gexec::errc::io &&
+             std::string(e.what()).find("kernel library " + p.string() + " is " + kind + ", not a regular file") != std::string::npos;
+      } catch (...) {
+        ok = false;
+      }
+    };
+    auto rt = gexec::runtime::create({.num_threads = 1});
+    for (const auto& [p, kind] : {std::pair<fs::path, const char*>{dir, "a directory"}, {fifo, "a FIFO"}}) {
+      refused(p, kind, [](const fs::path& q) { (void)gexec::load_module(q); });
+      refused(p, kind, [](const fs::path& q) { (void)gexec::load_factory(q); });
+      refused(p, kind, [&](const fs::path& q) { (void)rt->load_module(q); });
+    }
+    ::_exit(ok ? 0 : 1);
+  }
+  if (!test::child_succeeded(child)) {
+    int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+    FAIL("loading a directory or a FIFO as a kernel library was not refused with an io error naming it");
+  }
   check_loaded_modules_work();
 }

@@ -48,18 +48,21 @@ constexpr std::uint64_t element_bytes(DLDataType t) noexcept {
 /// "float32", "int8", "bool", "float32x4", ... as TVM prints it.
 inline std::string to_string(DLDataType t) {
   if (t.code == kDLUInt && t.bits == 1 && t.lanes == 1) return "bool";
+  // Appended piece by piece: GCC 12 at -O2/-O3 warns (-Wrestrict, wrongly) about
+  // "x" + std::to_string(...) here.
   std::string s;
+  s.reserve(24);
   switch (t.code) {
-    case kDLInt: s = "int"; break;
-    case kDLUInt: s = "uint"; break;
-    case kDLFloat: s = "float"; break;
-    case kDLBfloat: s = "bfloat"; break;
-    case tvm_float8_e4m3_code: s = "e4m3_float"; break;
-    case tvm_float8_e5m2_code: s = "e5m2_float"; break;
-    default: s = "code" + std::to_string(t.code) + "_"; break;
+    case kDLInt: s.append("int"); break;
+    case kDLUInt: s.append("uint"); break;
+    case kDLFloat: s.append("float"); break;
+    case kDLBfloat: s.append("bfloat"); break;
+    case tvm_float8_e4m3_code: s.append("e4m3_float"); break;
+    case tvm_float8_e5m2_code: s.append("e5m2_float"); break;
+    default: s.append("code").append(std::to_string(t.code)).append("_"); break;
   }
-  s += std::to_string(t.bits);
-  if (t.lanes > 1) s += "x" + std::to_string(t.lanes);
+  s.append(std::to_string(t.bits));
+  if (t.lanes > 1) s.append("x").append(std::to_string(t.lanes));
   return s;
 }
 

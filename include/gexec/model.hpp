@@ -6,20 +6,24 @@
 //   auto m = gexec::model::load("model.so");              // export_library's single file
 //   auto a = m.instantiate(), b = m.instantiate();        // one per thread
 //
-//   gexec::model m2(gexec::load_graph_file("graph.json"), gexec::load_module("lib.so"),
-//                   gexec::load_param_dict_file("params.bin"));
+//   auto m2 = gexec::model::load("graph.json", "lib.so", "params.bin");  // TVM's three files
+//
+// This header needs neither the packed C ABI nor a JSON reader. A program whose kernels
+// are C++ callables includes it with <gexec/binding/registry.hpp> and
+// <gexec/graph/builder.hpp> (graphs built in C++) or <gexec/graph.hpp> (graph JSON).
+// Models over TVM-compiled libraries (gexec::model, model::load, create(json, lib))
+// need <gexec/packed_c/model.hpp>; <gexec/executor.hpp> includes everything.
 
 #include "config.hpp"
 
 #include <dlpack/dlpack.h>
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <cstring>
-#include <span>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -28,9 +32,8 @@
 
 #include "detail/model_state.hpp"
 #include "fwd.hpp"
+#include "graph/data.hpp"
 #include "graph_executor.hpp"
-#include "module.hpp"
-#include "module_blob.hpp"
 #include "params.hpp"
 #include "runtime.hpp"
 
@@ -67,47 +70,10 @@ inline model_options on_devices(std::vector<DLDevice> devices) {
   return o;
 }
 
-/// What a library made by export_library carries in __tvm_dev_mblob, parsed: the
-/// graph, its parameters (owned, aligned host tensors) and any CUDA modules.
-struct embedded_factory {
-  validated_graph graph;
-  graph_factory_blob blob;
-  std::vector<cuda_module_blob> cuda_modules;
-};
-
-/// Gives the pages lying wholly inside `bytes` back to the file they map: read-only
-/// data already parsed into copies, so it need not stay resident beside them.
-inline void release_pages(std::span<const std::byte> bytes) noexcept {
-  const long page = sysconf(_SC_PAGESIZE);
-  if (page <= 0 || bytes.empty()) return;
-  const auto p = static_cast<std::uintptr_t>(page);
-  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + p - 1) / p * p;
-  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size()) / p * p;
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
-
-/// Parsed once per loaded library and shared by every model and factory made from it,
-/// so N loads of one model.so hold one copy of its weights.
-inline std::shared_ptr<const embedded_factory> read_embedded_factory(const module& lib) {
-  if (!lib) throw error(errc::invalid_argument, "read_embedded_factory: no module");
-  module_state& state = *lib.state_;
-  std::lock_guard g(state.embedded_mu);
-  if (auto cached = state.embedded.lock()) return cached;
-  const std::string where = lib.path().string();
-  auto symbol = lib.data_symbol("__tvm_dev_mblob");
-  if (symbol.empty())
-    throw error(errc::invalid_module, where + " has no __tvm_dev_mblob: it is a kernel library without an embedded "
-                                              "graph (load it with load_module and pass the graph JSON to create)");
-  module_blob blob = parse_module_blob(symbol, "__tvm_dev_mblob of " + where);
-  if (!blob.factory) throw error(errc::invalid_module, "__tvm_dev_mblob of " + where + " holds no GraphExecutorFactory");
-  auto parsed = std::make_shared<embedded_factory>();
-  parsed->graph = parse_graph(blob.factory->graph_json);
-  parsed->blob = std::move(*blob.factory);
-  parsed->cuda_modules = std::move(blob.cuda_modules);
-  release_pages(symbol);
-  state.embedded = parsed;
-  return parsed;
-}
+/// Builds models from TVM-compiled libraries: model::load's body, defined with the
+/// packed C ABI (packed_c/model.hpp) so that this header needs none of it.
+template <class Model>
+struct library_model;
 
 }  // namespace detail
 
@@ -164,14 +130,19 @@ class basic_model {
       : basic_model(std::move(g), std::move(binding), param_dict{}, std::move(options), std::move(backends), std::move(allocator)) {}
 
   /// A model from a library made by TVM's export_library (graph and parameters embedded).
+  /// Needs <gexec/packed_c/model.hpp>.
   static basic_model load(const std::filesystem::path& library, model_options options = {})
     requires std::same_as<Binding, packed_c_abi>
   {
-    module lib = options.runtime ? options.runtime->load_module(library) : load_module(library);
-    auto embedded = detail::read_embedded_factory(lib);
-    basic_model m(embedded->graph, packed_c_abi(lib), embedded->blob.params, std::move(options));
-    m.keep_source(std::move(embedded));
-    return m;
+    return detail::library_model<basic_model>::load(library, std::move(options));
+  }
+  /// A model from TVM's three files: the graph JSON, the kernel library and the parameter
+  /// blob (read with load_mode::copy). Needs <gexec/packed_c/model.hpp>.
+  static basic_model load(const std::filesystem::path& graph_file, const std::filesystem::path& library,
+                          const std::filesystem::path& params_file, model_options options = {})
+    requires std::same_as<Binding, packed_c_abi>
+  {
+    return detail::library_model<basic_model>::load(graph_file, library, params_file, std::move(options));
   }
 
   /// The bytes of activation storage as compiled, as planned, and the liveness bound.
@@ -196,6 +167,7 @@ class basic_model {
 
  private:
   friend class factory;
+  friend struct detail::library_model<basic_model>;
   /// Keeps what the model was read from alive with it (built, not yet shared: no race).
   void keep_source(std::shared_ptr<const void> source) { std::const_pointer_cast<state>(state_)->source = std::move(source); }
 
@@ -270,22 +242,18 @@ template <op_binding Binding>
 basic_model(validated_graph, Binding, model_options = {}) -> basic_model<backends<cpu_backend>, pool_allocator, Binding, as_compiled>;
 template <op_binding Binding>
 basic_model(validated_graph, Binding, const param_dict&, model_options = {}) -> basic_model<backends<cpu_backend>, pool_allocator, Binding, as_compiled>;
-basic_model(validated_graph, module, model_options = {}) -> basic_model<>;
-basic_model(validated_graph, module, const param_dict&, model_options = {}) -> basic_model<>;
 
-/// An executor over a TVM-compiled library, with a model of its own (TVM's API:
-/// graph_executor.create). To run many executors over one set of weights, build a
+// Reading TVM's graph JSON takes Boost.JSON (graph/json.hpp), which a program that
+// builds its graphs in C++ need not compile. create() from JSON text or a file calls
+// these, so it needs <gexec/graph.hpp> (or <gexec/executor.hpp>) included as well; without
+// it, the compiler warns that they are used but never defined and the link fails.
+inline validated_graph parse_graph(std::string_view json_text);
+inline validated_graph load_graph_file(const std::filesystem::path& path);
+
+/// An executor over a binding of C++ kernels (a registry or static_registry), with a
+/// model of its own; create(graph, lib) for TVM-compiled libraries is in
+/// <gexec/packed_c/model.hpp>. To run many executors over one set of weights, build a
 /// model once and instantiate it instead.
-inline graph_executor<> create(const validated_graph& g, const module& lib, std::vector<DLDevice> devices = {cpu()}) {
-  return model(g, packed_c_abi(lib), detail::on_devices(std::move(devices))).instantiate();
-}
-inline graph_executor<> create(std::string_view graph_json, const module& lib, std::vector<DLDevice> devices = {cpu()}) {
-  return create(parse_graph(graph_json), lib, std::move(devices));
-}
-inline graph_executor<> create(graph g, const module& lib, std::vector<DLDevice> devices = {cpu()}) {
-  return create(validate(std::move(g)), lib, std::move(devices));
-}
-/// An executor over another binding: a registry or static_registry of C++ kernels.
 template <op_binding Binding>
 graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(const validated_graph& g, Binding kernels,
                                                                       std::vector<DLDevice> devices = {cpu()}) {
@@ -299,6 +267,16 @@ graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(std::strin
 template <op_binding Binding>
 graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(graph g, Binding kernels, std::vector<DLDevice> devices = {cpu()}) {
   return create(validate(std::move(g)), std::move(kernels), std::move(devices));
+}
+/// The graph read from a file (load_graph_file). Only a std::filesystem::path selects
+/// this overload: a string or string literal is JSON text, as above, so
+/// create(std::filesystem::path("graph.json"), kernels) reads a file and
+/// create("{...}", kernels) parses text.
+template <class Path, op_binding Binding>
+  requires std::same_as<Path, std::filesystem::path>
+graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(const Path& graph_file, Binding kernels,
+                                                                      std::vector<DLDevice> devices = {cpu()}) {
+  return create(load_graph_file(graph_file), std::move(kernels), std::move(devices));
 }
 
 GEXEC_NAMESPACE_END

@@ -352,25 +352,29 @@ inline std::vector<std::byte> save_param_dict(const param_dict& dict) {
 inline void save_param_dict_file(const param_dict& dict, const std::filesystem::path& path) {
   auto bytes = save_param_dict(dict);
   const std::string name = "parameter file " + path.string();
+  // errno is read once, as the call that failed left it, before a message is built.
+  auto fail_errno = [&](const char* doing, int err) {
+    throw error(errc::io, std::string(doing) + " " + name + ": " + std::generic_category().message(err));
+  };
   int fd;
   do fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0666);
   while (fd < 0 && errno == EINTR);
-  if (fd < 0) throw error(errc::io, "cannot create " + name + ": " + std::generic_category().message(errno));
+  if (fd < 0) fail_errno("cannot create", errno);
   struct closer {
     int fd;
     ~closer() { ::close(fd); }
   } close_at_end{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw error(errc::io, "cannot stat " + name + ": " + std::generic_category().message(errno));
+  if (::fstat(fd, &st) != 0) fail_errno("cannot stat", errno);
   if (!S_ISREG(st.st_mode)) throw error(errc::io, name + " is " + detail::file_kind(st.st_mode) + ", not a regular file");
   detail::lock_file(fd, LOCK_EX, name, "is in use (mapped or being read, here or by another process); not rewriting it");
-  if (::ftruncate(fd, 0) != 0) throw error(errc::io, "cannot truncate " + name + ": " + std::generic_category().message(errno));
+  if (::ftruncate(fd, 0) != 0) fail_errno("cannot truncate", errno);
   const char* p = reinterpret_cast<const char*>(bytes.data());
   std::size_t left = bytes.size();
   while (left > 0) {
     ssize_t n = ::write(fd, p, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw error(errc::io, "cannot write " + name + ": " + std::generic_category().message(n < 0 ? errno : EIO));
+    if (n <= 0) fail_errno("cannot write", n < 0 ? errno : EIO);
     p += n;
     left -= static_cast<std::size_t>(n);
   }

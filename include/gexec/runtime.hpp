@@ -13,6 +13,9 @@
 // context that run() sets; a registry look-up that misses there falls back to the
 // process default's registry. A runtime is thread-safe; it must outlive the models and
 // executors made with it (they hold it by shared_ptr, so it does).
+//
+// Nothing here loads libraries: load_module is defined with the packed C ABI
+// (<gexec/packed_c/module.hpp>), so a program of C++ kernels needs no dynamic loader.
 
 #include "config.hpp"
 
@@ -25,11 +28,10 @@
 #include <utility>
 #include <vector>
 
-#include "detail/backend_api.hpp"
 #include "detail/env_registry.hpp"
 #include "detail/run_context.hpp"
 #include "detail/thread_pool.hpp"
-#include "module.hpp"
+#include "fwd.hpp"
 #include "packed_function.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -95,14 +97,8 @@ class runtime : public std::enable_shared_from_this<runtime> {
   }
 
   /// Loads a kernel library and keeps it loaded for as long as this runtime lives.
-  module load_module(const std::filesystem::path& path) {
-    module m = gexec::load_module(path);
-    std::lock_guard g(modules_mu_);
-    for (const module& kept : modules_)
-      if (kept == m) return m;
-    modules_.push_back(m);
-    return m;
-  }
+  /// Defined in <gexec/packed_c/module.hpp>.
+  inline module load_module(const std::filesystem::path& path);
 
   /// The context run() installs for compiled code on this runtime.
   [[nodiscard]] detail::run_context context() noexcept {
@@ -118,7 +114,7 @@ class runtime : public std::enable_shared_from_this<runtime> {
   detail::thread_pool* pool_;
   detail::env_registry* env_;
   std::mutex modules_mu_;
-  std::vector<module> modules_;
+  std::vector<std::shared_ptr<const void>> modules_;  // what the modules loaded here share
 };
 
 GEXEC_NAMESPACE_END

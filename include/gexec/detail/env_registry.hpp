@@ -54,15 +54,6 @@ struct func_handle {
   const void* target = nullptr;           ///< what `call` needs besides (an env_name)
 };
 
-inline int call_library_function(const func_handle* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code) noexcept {
-  packed_c_func fn = self->fn.load(std::memory_order_acquire);
-  if (!fn) {
-    set_last_error("TVMFuncCall: the kernel library this function came from was unloaded");
-    return -1;
-  }
-  return fn(args, codes, n, ret, ret_code, nullptr) == 0 ? 0 : -1;
-}
-
 /// A name of the environment: a process-wide handle and a dense index into registries.
 struct env_name {
   func_handle handle;

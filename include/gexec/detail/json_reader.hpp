@@ -1,6 +1,6 @@
 #pragma once
 // Checked access to a Boost.JSON DOM that reports the JSON path of whatever is wrong
-// ("nodes[12].inputs[1]"). Paths are linked stack frames, so the happy path builds no string.
+// ("nodes[12].inputs[1]"), and the streaming handler that builds the DOM.
 
 #include "../config.hpp"
 
@@ -18,67 +18,15 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "json_path.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
-
-/// `s` for an error message: control characters (NUL first: it would end the message
-/// for every C reader of what()) written as \xNN, everything else as it is.
-inline std::string printable(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static constexpr char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-/// Whether `s` has a control character (below 0x20, or 0x7f), NUL included.
-inline bool has_control_character(std::string_view s) noexcept {
-  for (char c : s)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
-  return false;
-}
-
-class json_path {
- public:
-  json_path() = default;
-  json_path operator/(std::string_view key) const { return json_path(this, key, 0, false); }
-  json_path operator[](std::size_t index) const { return json_path(this, {}, index, true); }
-
-  [[nodiscard]] std::string str() const {
-    std::string s = parent_ ? parent_->str() : std::string();
-    if (is_index_) return s + "[" + std::to_string(index_) + "]";
-    if (key_.empty()) return s;
-    return s.empty() ? printable(key_) : s + "." + printable(key_);
-  }
-
- private:
-  json_path(const json_path* parent, std::string_view key, std::size_t index, bool is_index)
-      : parent_(parent), key_(key), index_(index), is_index_(is_index) {}
-  const json_path* parent_ = nullptr;
-  std::string_view key_;
-  std::size_t index_ = 0;
-  bool is_index_ = false;
-};
 
 /// Short JSON rendering of a value for error messages.
 inline std::string json_excerpt(const boost::json::value& v) {
   std::string s = boost::json::serialize(v);
   return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-}
-
-[[noreturn]] inline void json_fail(const json_path& at, const std::string& message) {
-  std::string where = at.str();
-  throw error(errc::invalid_graph, "graph: " + (where.empty() ? std::string("(root)") : where) + ": " + message);
 }
 
 inline const boost::json::object& json_object(const boost::json::value& v, const json_path& at) {

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../graph.hpp"
+#include "../graph/data.hpp"
 #include "../ndarray.hpp"
 #include "../plan.hpp"
 #include "../runtime.hpp"

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "../graph.hpp"
+#include "../graph/data.hpp"
 #include "../plan.hpp"
 
 GEXEC_NAMESPACE_BEGIN

@@ -515,5 +515,12 @@ class thread_pool {
   std::atomic<worker_set*> set_{nullptr};
 };
 
+/// The process default runtime's pool: made on first use, never destroyed (its
+/// workers may be serving compiled code while static destructors run).
+inline thread_pool& default_pool() {
+  static auto* pool = new thread_pool(default_num_threads());
+  return *pool;
+}
+
 }  // namespace detail
 GEXEC_NAMESPACE_END

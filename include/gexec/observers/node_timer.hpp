@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../graph.hpp"
+#include "../graph/data.hpp"
 #include "observer.hpp"
 
 GEXEC_NAMESPACE_BEGIN

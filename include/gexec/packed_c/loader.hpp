@@ -1,103 +1,23 @@
 #pragma once
-// gexec's implementations of the runtime hooks a TVM-compiled library calls through
-// its context slots, so that its kernels run without libtvm_runtime. The hooks take no
-// context argument: they find the runtime of the run() in progress through the
-// thread-local run_context, and the process default runtime's parts outside run().
+// What the dynamic loader says about a kernel library: which loaded object an address
+// belongs to, the symbol starting there, and the segments it lies in. gexec asks before
+// it trusts a name a library exports: a kernel must be a function the library itself
+// defines, a context slot or a blob a data object of its own.
 
 #include "../config.hpp"
 
-#include <algorithm>
+#include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include <dlfcn.h>
 #include <link.h>
 
-#include "../device.hpp"
 #include "../tvm_abi.hpp"
-#include "env_registry.hpp"
-#include "last_error.hpp"
-#include "run_context.hpp"
-#include "thread_pool.hpp"
-#include "workspace.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
-
-/// The process default runtime's pool: made on first use, never destroyed (its
-/// workers may be serving compiled code while static destructors run).
-inline thread_pool& default_pool() {
-  static auto* pool = new thread_pool(default_num_threads());
-  return *pool;
-}
-
-inline thread_pool& current_pool() noexcept {
-  const run_context* c = current_context();
-  return c && c->pool ? *c->pool : default_pool();
-}
-
-/// What a library's __tvm_module_ctx points at: one per library file for the life of
-/// the process, because the library may cache it (and handles found through it) in
-/// globals that outlive gexec's module object. Guarded by process_mutex().
-struct module_context {
-  std::string name;              ///< "kernel library /path/lib.so", for messages
-  void* library = nullptr;       ///< dlopen handle of the live module, null while none is
-  const void* owner = nullptr;   ///< the module object that set `library`
-  std::unordered_map<std::string, func_handle*> functions;  ///< handles given out, never freed
-};
-
-inline void api_set_last_error(const char* message) noexcept { set_last_error(message ? message : ""); }
-
-/// TVMBackendAllocWorkspace: from the backend of the running executor serving that
-/// device type; outside run(), host workspace only.
-inline void* backend_alloc_workspace(int device_type, int device_id, std::uint64_t nbytes, int, int) noexcept {
-  const DLDevice d{static_cast<DLDeviceType>(device_type), device_id};
-  try {
-    const run_context* c = current_context();
-    if (c && device_type == kDLCPU && nbytes > c->workspace_limit - std::min(c->workspace_limit, workspace_arena::this_thread().in_use())) {
-      set_last_error("TVMBackendAllocWorkspace: " + std::to_string(nbytes) + " bytes of host workspace would exceed the limit of " +
-                     std::to_string(c->workspace_limit) + " bytes a thread may hold (model_options::max_workspace_bytes)");
-      return nullptr;
-    }
-    if (c && c->devices) {
-      if (void* p = c->devices->alloc_workspace(c->backends, d, nbytes)) return p;
-      set_last_error("TVMBackendAllocWorkspace: no backend of the running executor serves " + to_string(d));
-      return nullptr;
-    }
-    if (device_type == kDLCPU) return workspace_arena::this_thread().allocate(nbytes);
-    set_last_error("TVMBackendAllocWorkspace: no workspace for " + to_string(d) + " outside an executor's run()");
-  } catch (const std::exception& e) {
-    set_last_error(std::string("TVMBackendAllocWorkspace: ") + e.what());
-  } catch (...) {
-    set_last_error("TVMBackendAllocWorkspace: unknown failure");
-  }
-  return nullptr;
-}
-
-inline int backend_free_workspace(int device_type, int device_id, void* ptr) noexcept {
-  const DLDevice d{static_cast<DLDeviceType>(device_type), device_id};
-  const run_context* c = current_context();
-  const int rc = c && c->devices ? c->devices->free_workspace(c->backends, d, ptr)
-                 : device_type == kDLCPU ? workspace_arena::this_thread().free(ptr)
-                                         : -1;
-  if (rc != 0) {
-    try {
-      set_last_error("TVMBackendFreeWorkspace: " + to_string(d) + " workspace was not allocated by this thread");
-    } catch (...) {
-    }
-    return -1;
-  }
-  return 0;
-}
-
-inline int backend_parallel_launch(FTVMParallelLambda f, void* cdata, int num_task) noexcept {
-  return current_pool().launch(f, cdata, num_task);
-}
-
-inline int backend_parallel_barrier(int, TVMParallelGroupEnv* penv) noexcept { return thread_pool::barrier(penv); }
 
 /// The loaded object a dlopen handle names, or null.
 inline const link_map* loaded_object(void* library) noexcept {
@@ -235,68 +155,6 @@ inline packed_c_func library_function(void* library, std::string_view name, std:
   } catch (...) {
     return nullptr;  // out of memory while explaining: no function
   }
-}
-
-/// TVMBackendGetFuncFromEnv: the module's own function first, then a function
-/// registered with the running runtime or the process default, as TVM looks them up.
-inline int backend_get_func_from_env(void* mod_node, const char* func_name, void** out) noexcept {
-  try {
-    std::string_view name = func_name ? func_name : "";
-    auto* ctx = static_cast<module_context*>(mod_node);
-    std::lock_guard g(process_mutex());
-    if (ctx) {
-      if (packed_c_func fn = library_function(ctx->library, name)) {
-        func_handle*& h = ctx->functions[std::string(name)];
-        if (!h) {
-          h = new func_handle;  // never freed: the library caches it
-          h->call = &call_library_function;
-        }
-        h->fn.store(fn, std::memory_order_release);
-        *out = h;
-        return 0;
-      }
-    }
-    if (const env_name* e = env_names::instance().find(name); e && find_env_function(e->index)) {
-      *out = const_cast<func_handle*>(&e->handle);
-      return 0;
-    }
-    set_last_error("function \"" + std::string(name) + "\" is neither in " + (ctx ? ctx->name : std::string("the module")) +
-                   " nor registered with the runtime (gexec::register_global_function or runtime::register_function)");
-    return -1;
-  } catch (const std::exception& e) {
-    set_last_error(std::string("TVMBackendGetFuncFromEnv: ") + e.what());
-    return -1;
-  }
-}
-
-inline int api_func_call(void* handle, TVMValue* args, int* codes, int num_args, TVMValue* ret, int* ret_code) noexcept {
-  const auto* h = static_cast<const func_handle*>(handle);
-  if (!h || !h->call) {
-    set_last_error("TVMFuncCall: not a function handle gexec gave out");
-    return -1;
-  }
-  int dummy_code = tc_null;
-  TVMValue dummy{};
-  return h->call(h, args, codes, num_args, ret ? ret : &dummy, ret_code ? ret_code : &dummy_code);
-}
-
-/// The context slots a TVM library may export and what gexec puts in each.
-struct context_slot {
-  const char* symbol;
-  void* value;
-};
-
-inline const context_slot (&context_slots())[7] {
-  static const context_slot slots[7] = {
-      {"__TVMFuncCall", reinterpret_cast<void*>(&api_func_call)},
-      {"__TVMAPISetLastError", reinterpret_cast<void*>(&api_set_last_error)},
-      {"__TVMBackendGetFuncFromEnv", reinterpret_cast<void*>(&backend_get_func_from_env)},
-      {"__TVMBackendAllocWorkspace", reinterpret_cast<void*>(&backend_alloc_workspace)},
-      {"__TVMBackendFreeWorkspace", reinterpret_cast<void*>(&backend_free_workspace)},
-      {"__TVMBackendParallelLaunch", reinterpret_cast<void*>(&backend_parallel_launch)},
-      {"__TVMBackendParallelBarrier", reinterpret_cast<void*>(&backend_parallel_barrier)},
-  };
-  return slots;
 }
 
 }  // namespace detail

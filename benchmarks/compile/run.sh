@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# What including gexec costs a program, in preprocessed lines and compile time:
+#  - registry.cpp: C++ kernels, including the narrow headers it uses (model.hpp,
+#    binding/registry.hpp, graph/builder.hpp), the form such a program should take;
+#  - the same program including <gexec/executor.hpp>, the umbrella (the baseline);
+#  - tvm_library.cpp: a TVM-compiled library through the umbrella (load_module, create,
+#    run), which needs everything.
+# Each is compiled (-c, no link) REPEAT times; the median wall and CPU seconds are
+# printed, with the ratio to the baseline measured in the same run.
+#
+#   benchmarks/compile/run.sh                      # g++ -O2, 3 runs each
+#   CXX=clang++ CXXFLAGS="-O2 -g" REPEAT=5 benchmarks/compile/run.sh
+#
+# Compile times follow the load of the machine: compare figures of one run only.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+include=$(cd "$here/../../include" && pwd)
+cxx=${CXX:-g++}
+read -r -a flags <<<"${CXXFLAGS:--O2}"
+repeat=${REPEAT:-3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# lines SOURCE [FLAGS...]: lines of the preprocessed translation unit.
+lines() {
+  local src=$1
+  shift
+  "$cxx" -std=c++20 "${flags[@]}" "$@" -I"$include" -E "$src" | wc -l
+}
+
+# seconds SOURCE [FLAGS...]: "WALL CPU", the medians of REPEAT compiles.
+seconds() {
+  local src=$1
+  shift
+  local walls=() cpus=() TIMEFORMAT='%R %U %S' t
+  for ((i = 0; i < repeat; ++i)); do
+    t=$({ time "$cxx" -std=c++20 "${flags[@]}" "$@" -I"$include" -c "$src" -o "$work/out.o" >/dev/null; } 2>&1)
+    read -r wall user sys <<<"$t"
+    walls+=("$wall")
+    cpus+=("$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')")
+  done
+  printf '%s %s\n' "$(printf '%s\n' "${walls[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')" \
+    "$(printf '%s\n' "${cpus[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')"
+}
+
+echo "compiler: $("$cxx" --version | head -n 1); flags: ${flags[*]}; median of $repeat compiles each"
+printf '%-40s %10s %9s %9s %8s %8s\n' program lines wall_s cpu_s lines/b wall/b
+
+read -r base_lines <<<"$(lines "$here/registry.cpp" -DGEXEC_COMPILE_UMBRELLA)"
+read -r base_wall base_cpu <<<"$(seconds "$here/registry.cpp" -DGEXEC_COMPILE_UMBRELLA)"
+
+row() {
+  local name=$1 n=$2 wall=$3 cpu=$4
+  printf '%-40s %10d %9.2f %9.2f %8.2f %8.2f\n' "$name" "$n" "$wall" "$cpu" \
+    "$(awk -v a="$n" -v b="$base_lines" 'BEGIN { print a / b }')" "$(awk -v a="$wall" -v b="$base_wall" 'BEGIN { print a / b }')"
+}
+
+row "registry.cpp via executor.hpp (baseline)" "$base_lines" "$base_wall" "$base_cpu"
+read -r n <<<"$(lines "$here/registry.cpp")"
+read -r wall cpu <<<"$(seconds "$here/registry.cpp")"
+row "registry.cpp, narrow headers" "$n" "$wall" "$cpu"
+read -r n <<<"$(lines "$here/tvm_library.cpp")"
+read -r wall cpu <<<"$(seconds "$here/tvm_library.cpp")"
+row "tvm_library.cpp via executor.hpp" "$n" "$wall" "$cpu"

@@ -1,0 +1,201 @@
+#pragma once
+// The module blob TVM's export_library embeds in a kernel library as __tvm_dev_mblob
+// (v0.19 src/runtime/library_module.cc): u64 payload length, then u64 module count and,
+// per module, a type key and its payload. gexec reads the graph executor factory
+// (graph JSON, parameters, module name), the host-library marker "_lib", the import
+// tree, and CUDA modules (kept for the CUDA backend); any other module type is an error.
+
+#include "../config.hpp"
+
+#include <dlpack/dlpack.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../detail/byte_io.hpp"
+#include "../params.hpp"
+
+GEXEC_NAMESPACE_BEGIN
+
+/// One kernel of a CUDA module: argument types and the launch-parameter tags that
+/// say how the trailing launch arguments map to grid, block and shared memory.
+struct cuda_function_info {
+  std::string name;
+  std::vector<DLDataType> arg_types;
+  std::vector<std::string> launch_param_tags;
+};
+
+/// A "cuda" module as TVM serializes it: format ("ptx", "cubin", "fatbin"), kernels, binary.
+struct cuda_module_blob {
+  std::string format;
+  std::vector<cuda_function_info> functions;
+  std::string binary;
+};
+
+/// The "GraphExecutorFactory" module: what lib["default"] creates executors from.
+struct graph_factory_blob {
+  std::string graph_json;
+  param_dict params;
+  std::string module_name;
+};
+
+struct module_blob {
+  std::vector<std::string> type_keys;          ///< in blob order
+  std::optional<graph_factory_blob> factory;
+  std::vector<cuda_module_blob> cuda_modules;
+  bool has_host_library = false;               ///< a "_lib" entry
+  std::vector<std::uint64_t> import_tree_row_ptr;
+  std::vector<std::uint64_t> import_tree_child_indices;
+};
+
+namespace detail {
+
+inline std::vector<std::uint64_t> read_u64_vector(byte_reader& in, const char* field) {
+  auto n = in.read_count(field, sizeof(std::uint64_t));
+  std::vector<std::uint64_t> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = in.read<std::uint64_t>(field);
+  return v;
+}
+
+inline std::vector<std::string> read_string_vector(byte_reader& in, const char* field) {
+  auto n = in.read_count(field, sizeof(std::uint64_t));
+  std::vector<std::string> v;
+  v.reserve(static_cast<std::size_t>(n));
+  for (std::uint64_t i = 0; i < n; ++i) v.push_back(in.read_string(field));
+  return v;
+}
+
+inline graph_factory_blob read_graph_factory(byte_reader& in) {
+  graph_factory_blob f;
+  f.graph_json = in.read_string("graph JSON");
+  // Unlike a parameter blob, the tensor count comes before the names here.
+  auto count = in.read<std::uint64_t>("parameter count");
+  auto names = read_string_vector(in, "parameter names");
+  if (count != names.size())
+    in.fail("parameter count " + std::to_string(count) + " differs from the " + std::to_string(names.size()) + " names");
+  std::string context = "GraphExecutorFactory";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    in.set_context(context + ": parameter " + std::to_string(i) + " (\"" + names[i] + "\")");
+    if (f.params.contains(names[i])) in.fail("duplicate parameter name");
+    f.params.set(names[i], read_tensor_record(in, nullptr));
+  }
+  in.set_context(context);
+  f.module_name = in.read_string("module name");
+  return f;
+}
+
+inline cuda_module_blob read_cuda_module(byte_reader& in) {
+  cuda_module_blob m;
+  m.format = in.read_string("format");
+  auto n = in.read_count("function table", 3 * sizeof(std::uint64_t));
+  for (std::uint64_t i = 0; i < n; ++i) {
+    auto key = in.read_string("function name");
+    cuda_function_info f;
+    f.name = in.read_string("function info name");
+    auto n_args = in.read_count("argument types", sizeof(DLDataType));
+    for (std::uint64_t a = 0; a < n_args; ++a) f.arg_types.push_back(in.read<DLDataType>("argument type"));
+    f.launch_param_tags = read_string_vector(in, "launch parameter tags");
+    if (f.name != key) in.fail("function table key \"" + key + "\" holds the info of \"" + f.name + "\"");
+    m.functions.push_back(std::move(f));
+  }
+  m.binary = in.read_string("binary");
+  return m;
+}
+
+}  // namespace detail
+
+/// Parses a __tvm_dev_mblob: the u64 payload length and the payload. `source` names
+/// the blob in errors (errc::invalid_module), which give the byte offset.
+inline module_blob parse_module_blob(std::span<const std::byte> symbol, const std::string& source = "module blob") {
+  detail::byte_reader outer(symbol, source, errc::invalid_module);
+  auto length = outer.read<std::uint64_t>("payload length");
+  if (length > outer.remaining())
+    outer.fail("payload length " + std::to_string(length) + " exceeds the " + std::to_string(outer.remaining()) + " bytes that follow");
+  detail::byte_reader in(outer.bytes(length, "payload"), source, errc::invalid_module);
+  module_blob blob;
+  auto count = in.read_count("module count", sizeof(std::uint64_t));
+  for (std::uint64_t i = 0; i < count; ++i) {
+    in.set_context({});
+    std::string key = in.read_string("module type key");
+    in.set_context("module " + std::to_string(i) + " (" + key + ")");
+    if (key == "_lib") {
+      if (blob.has_host_library) in.fail("a second \"_lib\"");
+      blob.has_host_library = true;
+    } else if (key == "_import_tree") {
+      blob.import_tree_row_ptr = detail::read_u64_vector(in, "import tree row pointers");
+      blob.import_tree_child_indices = detail::read_u64_vector(in, "import tree child indices");
+    } else if (key == "GraphExecutorFactory" || key == "GraphRuntimeFactory") {
+      if (blob.factory) in.fail("a second graph executor factory");
+      blob.factory = detail::read_graph_factory(in);
+    } else if (key == "cuda") {
+      blob.cuda_modules.push_back(detail::read_cuda_module(in));
+    } else {
+      in.fail("module type \"" + key + "\" is not supported (gexec runs graph executor factories over host and cuda modules)");
+    }
+    blob.type_keys.push_back(std::move(key));
+  }
+  in.set_context({});
+  if (in.remaining() != 0) in.fail(std::to_string(in.remaining()) + " unexpected bytes after the last module");
+  // The import tree is CSR over the modules in blob order; module 0 is the root.
+  // "_import_tree" itself is not one of the modules it describes.
+  const auto n_modules = static_cast<std::size_t>(std::count_if(blob.type_keys.begin(), blob.type_keys.end(),
+                                                                [](const std::string& k) { return k != "_import_tree"; }));
+  const auto& rows = blob.import_tree_row_ptr;
+  if (!rows.empty()) {
+    if (rows.size() != n_modules + 1 || rows.front() != 0 || rows.back() != blob.import_tree_child_indices.size() ||
+        !std::is_sorted(rows.begin(), rows.end()))
+      in.fail("import tree row pointers do not describe " + std::to_string(n_modules) + " modules");
+    for (std::uint64_t child : blob.import_tree_child_indices)
+      if (child >= n_modules) in.fail("import tree child " + std::to_string(child) + " is not one of the " + std::to_string(n_modules) + " modules");
+  }
+  return blob;
+}
+
+/// Writes a __tvm_dev_mblob (payload length included) holding `factory`, "_lib", the
+/// given CUDA modules and the import tree TVM writes (the factory imports the rest).
+inline std::vector<std::byte> write_module_blob(const graph_factory_blob& factory, const std::vector<cuda_module_blob>& cuda = {}) {
+  detail::byte_writer p;
+  const std::uint64_t modules = 2 + cuda.size();
+  p.write(std::uint64_t{modules + 1});
+  p.write_string("GraphExecutorFactory");
+  p.write_string(factory.graph_json);
+  p.write(static_cast<std::uint64_t>(factory.params.size()));
+  p.write(static_cast<std::uint64_t>(factory.params.size()));
+  for (const auto& [name, a] : factory.params) p.write_string(name);
+  for (const auto& [name, a] : factory.params) detail::write_tensor_record(p, name, a);
+  p.write_string(factory.module_name);
+  p.write_string("_lib");
+  for (const cuda_module_blob& m : cuda) {
+    p.write_string("cuda");
+    p.write_string(m.format);
+    p.write(static_cast<std::uint64_t>(m.functions.size()));
+    for (const cuda_function_info& f : m.functions) {
+      p.write_string(f.name);
+      p.write_string(f.name);
+      p.write(static_cast<std::uint64_t>(f.arg_types.size()));
+      for (DLDataType t : f.arg_types) p.write(t);
+      p.write(static_cast<std::uint64_t>(f.launch_param_tags.size()));
+      for (const auto& tag : f.launch_param_tags) p.write_string(tag);
+    }
+    p.write_string(m.binary);
+  }
+  p.write_string("_import_tree");
+  // Module 0 (the factory) imports every other module; they import nothing.
+  p.write(std::uint64_t{modules + 1});
+  p.write(std::uint64_t{0});
+  for (std::uint64_t i = 0; i < modules; ++i) p.write(std::uint64_t{modules - 1});
+  p.write(std::uint64_t{modules - 1});
+  for (std::uint64_t i = 1; i < modules; ++i) p.write(i);
+  std::vector<std::byte> payload = std::move(p).take();
+  detail::byte_writer out;
+  out.write(static_cast<std::uint64_t>(payload.size()));
+  out.append(payload.data(), payload.size());
+  return std::move(out).take();
+}
+
+GEXEC_NAMESPACE_END
