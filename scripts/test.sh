@@ -72,6 +72,7 @@ bench_stage() {
   "$b/gexec_bench_instances" $conformance
   "$b/gexec_bench_planner" $conformance
   "$b/gexec_bench_branches"
+  bash benchmarks/compile/run.sh
 }
 
 stage deps bash scripts/deps.sh
