@@ -1,5 +1,7 @@
 #include <gexec/npy.hpp>
 
+#include "test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -45,17 +47,7 @@ std::string raw(std::initializer_list<T> values) {
   return s;
 }
 
-/// The gexec::error `f` throws; a test failure if it throws none.
-template <class F>
-gexec::error error_of(F&& f) {
-  try {
-    f();
-  } catch (const gexec::error& e) {
-    return e;
-  }
-  FAIL("no gexec::error thrown");
-  return gexec::error(gexec::errc::unsupported, "unreachable");
-}
+using test::error_of;
 
 /// load_npy(bytes[, as]) fails with `code` and a message containing `part`.
 void check_refused(const std::string& bytes, gexec::errc code, const std::string& part,

@@ -328,8 +328,9 @@ void top_of_row(std::vector<item<T>>& kept, const std::byte* data, const rows& r
   std::stable_sort(kept.begin(), kept.end(), before);
 }
 
-template <class T, class Index>
-void run_argsort(const tensor_arg& data, const tensor_arg& out, int axis, bool ascending) {
+/// Each row along `axis` ordered, then `take(item)` (its index or its value) written to `out`.
+template <class T, class Take>
+void write_ordered(const tensor_arg& data, const tensor_arg& out, int axis, bool ascending, Take take) {
   if (data.numel == 0) return;
   const rows r = rows_of(*data.t, axis);
   std::vector<item<T>> row;
@@ -340,24 +341,18 @@ void run_argsort(const tensor_arg& data, const tensor_arg& out, int axis, bool a
       read_row(row, data.data(), r, o, i, r.n);
       order_row(row, ascending);
       const std::int64_t first = o * r.n * r.inner + i;
-      for (std::int64_t k = 0; k < r.n; ++k) store(y, first + k * r.inner, static_cast<Index>(row[static_cast<std::size_t>(k)].index));
+      for (std::int64_t k = 0; k < r.n; ++k) store(y, first + k * r.inner, take(row[static_cast<std::size_t>(k)]));
     }
+}
+
+template <class T, class Index>
+void run_argsort(const tensor_arg& data, const tensor_arg& out, int axis, bool ascending) {
+  write_ordered<T>(data, out, axis, ascending, [](const item<T>& e) { return static_cast<Index>(e.index); });
 }
 
 template <class T>
 void run_sort(const tensor_arg& data, const tensor_arg& out, int axis, bool ascending) {
-  if (data.numel == 0) return;
-  const rows r = rows_of(*data.t, axis);
-  std::vector<item<T>> row;
-  row.reserve(static_cast<std::size_t>(r.n));
-  std::byte* y = out.mutable_data();
-  for (std::int64_t o = 0; o < r.outer; ++o)
-    for (std::int64_t i = 0; i < r.inner; ++i) {
-      read_row(row, data.data(), r, o, i, r.n);
-      order_row(row, ascending);
-      const std::int64_t first = o * r.n * r.inner + i;
-      for (std::int64_t k = 0; k < r.n; ++k) store(y, first + k * r.inner, row[static_cast<std::size_t>(k)].value);
-    }
+  write_ordered<T>(data, out, axis, ascending, [](const item<T>& e) { return e.value; });
 }
 
 /// values and indices may be null (ret_type "indices" / "values"); k >= 1.
