@@ -243,12 +243,14 @@ basic_model(validated_graph, Binding, model_options = {}) -> basic_model<backend
 template <op_binding Binding>
 basic_model(validated_graph, Binding, const param_dict&, model_options = {}) -> basic_model<backends<cpu_backend>, pool_allocator, Binding, as_compiled>;
 
-// Reading TVM's graph JSON takes Boost.JSON (graph/json.hpp), which a program that
-// builds its graphs in C++ need not compile. create() from JSON text or a file calls
-// these, so it needs <gexec/graph.hpp> (or <gexec/executor.hpp>) included as well; without
-// it, the compiler warns that they are used but never defined and the link fails.
-inline validated_graph parse_graph(std::string_view json_text);
-inline validated_graph load_graph_file(const std::filesystem::path& path);
+namespace detail {
+/// Reads graph JSON for create(): defined in <gexec/graph.hpp> (graph/json.hpp), which
+/// brings in Boost.JSON. A program that builds its graphs in C++ need not compile it;
+/// create() from JSON text or a file without that header fails to compile, with
+/// "incomplete type graph_reader" pointing here: include <gexec/graph.hpp>.
+template <class Binding>
+struct graph_reader;
+}  // namespace detail
 
 /// An executor over a binding of C++ kernels (a registry or static_registry), with a
 /// model of its own; create(graph, lib) for TVM-compiled libraries is in
@@ -262,7 +264,7 @@ graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(const vali
 template <op_binding Binding>
 graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(std::string_view graph_json, Binding kernels,
                                                                       std::vector<DLDevice> devices = {cpu()}) {
-  return create(parse_graph(graph_json), std::move(kernels), std::move(devices));
+  return create(detail::graph_reader<Binding>::text(graph_json), std::move(kernels), std::move(devices));
 }
 template <op_binding Binding>
 graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(graph g, Binding kernels, std::vector<DLDevice> devices = {cpu()}) {
@@ -276,7 +278,7 @@ template <class Path, op_binding Binding>
   requires std::same_as<Path, std::filesystem::path>
 graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(const Path& graph_file, Binding kernels,
                                                                       std::vector<DLDevice> devices = {cpu()}) {
-  return create(load_graph_file(graph_file), std::move(kernels), std::move(devices));
+  return create(detail::graph_reader<Binding>::file(graph_file), std::move(kernels), std::move(devices));
 }
 
 GEXEC_NAMESPACE_END

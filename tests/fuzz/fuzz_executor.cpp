@@ -10,6 +10,7 @@
 // all are run.
 
 #include <gexec/allocators/pool_allocator.hpp>
+#include <gexec/graph.hpp>
 #include <gexec/graph_executor.hpp>
 #include <gexec/model.hpp>
 #include <gexec/params.hpp>

@@ -273,4 +273,14 @@ inline std::string to_json(const graph& g) {
   return json::serialize(doc);
 }
 
+namespace detail {
+/// What create() over a binding calls to read graph JSON (declared in model.hpp, so
+/// that only programs reading JSON compile Boost.JSON).
+template <class Binding>
+struct graph_reader {
+  static validated_graph text(std::string_view json_text) { return parse_graph(json_text); }
+  static validated_graph file(const std::filesystem::path& path) { return load_graph_file(path); }
+};
+}  // namespace detail
+
 GEXEC_NAMESPACE_END
