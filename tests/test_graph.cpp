@@ -363,16 +363,8 @@ TEST_CASE("shapes of more dimensions than gexec's limit are rejected at validati
 }
 
 TEST_CASE("load_graph_file reads regular files only: a FIFO, a directory or a device is an io error naming the path") {
-  const auto dir = std::filesystem::temp_directory_path() / ("gexec_test_graph_files_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  struct remove_at_end {
-    std::filesystem::path path;
-    ~remove_at_end() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } cleanup{dir};
+  const test::scratch_dir scratch("graph_files");
+  const auto& dir = scratch.path;
   const auto fifo = dir / "graph.fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   struct special {
@@ -448,16 +440,8 @@ TEST_CASE("a graph file larger than memory can hold is an out_of_memory error na
 }
 
 TEST_CASE("a graph file that cannot be read is an io error naming the path, never a std::ios_base::failure") {
-  const auto dir = std::filesystem::temp_directory_path() / ("gexec_test_graph_unreadable_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  struct remove_at_end {
-    std::filesystem::path path;
-    ~remove_at_end() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } cleanup{dir};
+  const test::scratch_dir scratch("graph_unreadable");
+  const auto& dir = scratch.path;
   auto error_of = [](const std::filesystem::path& p) -> std::string {
     try {
       (void)gexec::load_graph_file(p);

@@ -204,19 +204,7 @@ TEST_CASE("a graph is validated before anything plans it") {
 
 namespace {
 
-/// A fresh directory for one test, removed with everything in it at the end.
-struct scratch_dir {
-  std::filesystem::path path;
-  explicit scratch_dir(const std::string& name)
-      : path(std::filesystem::temp_directory_path() / ("gexec_test_model_" + name + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~scratch_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using scratch_dir = test::scratch_dir;
 
 // The C++ kernels of weighted_graph(), for the registry binding.
 gexec::registry cpp_kernels() {

@@ -259,16 +259,8 @@ TEST_CASE("a data symbol whose size runs past the library's loaded segments is r
 }
 
 TEST_CASE("a file that is not a kernel library is an io error saying why the loader refused it") {
-  const fs::path dir = fs::temp_directory_path() / ("gexec_test_module_files_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  struct remove_at_end {
-    fs::path path;
-    ~remove_at_end() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } cleanup{dir};
+  const test::scratch_dir scratch("module_files");
+  const fs::path& dir = scratch.path;
   // Text, short and long: the dynamic loader's reasons differ ("file too short", "invalid
   // ELF header"), and are what the message ends with, not an errno nobody set.
   const fs::path short_text = dir / "short.so", long_text = dir / "long.so";

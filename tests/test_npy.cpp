@@ -74,21 +74,7 @@ std::vector<std::uint16_t> bits16_of(const gexec::ndarray& a) {
   return v;
 }
 
-struct temp_dir {
-  std::filesystem::path path;
-  explicit temp_dir(const std::string& name)
-      : path(std::filesystem::temp_directory_path() / ("gexec_test_npy_" + name + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  [[nodiscard]] std::size_t entries() const {
-    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(path), {}));
-  }
-};
+using temp_dir = test::scratch_dir;
 
 }  // namespace
 

@@ -287,19 +287,7 @@ TEST_CASE("save_param_dict refuses what TVM's format cannot hold") {
 
 namespace {
 
-/// A fresh, empty directory for one test, removed with everything in it at the end.
-struct temp_dir {
-  std::filesystem::path path;
-  explicit temp_dir(const std::string& name)
-      : path(std::filesystem::temp_directory_path() / ("gexec_test_params_" + name + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using temp_dir = test::scratch_dir;
 
 /// The gexec::error that `f` throws within 10 s. A call still blocked then (on a FIFO with
 /// no writer) is released by opening `fifo` for writing, and the test fails saying so.

@@ -6,7 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -61,6 +63,28 @@ inline std::vector<float> values_of(const gexec::ndarray& a) {
   auto v = a.values<float>();
   return {v.begin(), v.end()};
 }
+
+/// A fresh, empty directory for one test, removed with everything in it at the end.
+struct scratch_dir {
+  std::filesystem::path path;
+  explicit scratch_dir(const std::string& name) {
+    static std::atomic<int> made{0};
+    path = std::filesystem::temp_directory_path() /
+           ("gexec_test_" + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(made++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  scratch_dir(const scratch_dir&) = delete;
+  scratch_dir& operator=(const scratch_dir&) = delete;
+  ~scratch_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  /// How many entries the directory holds.
+  [[nodiscard]] std::size_t entries() const {
+    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(path), {}));
+  }
+};
 
 /// The gexec::error `f` throws; a test failure if it throws none.
 template <class F>
