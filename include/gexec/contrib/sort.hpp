@@ -375,6 +375,29 @@ void run_topk(const tensor_arg& data, const tensor_arg* values, const tensor_arg
     }
 }
 
+/// The arguments argsort and sort share: (data, out, axis, is_ascend), data of a dtype
+/// they sort; `out_name` names the second in errors.
+struct row_call {
+  tensor_arg data, out;
+  int axis;
+  bool ascending;
+  kind data_kind;
+};
+inline row_call read_row_call(const call_site& call, const char* out_name) {
+  if (call.size() != 4)
+    call.fail(errc::invalid_argument, std::string("expected 4 arguments (data, ") + out_name + ", axis, is_ascend), got " +
+                                          std::to_string(call.size()));
+  const tensor_arg data = call.tensor(0, "data");
+  const tensor_arg out = call.tensor(1, out_name);
+  const int axis = call.axis(2, data);
+  const bool ascending = call.flag(3, "is_ascend");
+  const kind dk = kind_of(data.t->dtype);
+  if (!is_sortable(dk))
+    call.fail(errc::unsupported,
+              call.label(0, "data") + " is " + gexec::to_string(data.t->dtype) + "; supported: float16, float32, float64, int32, int64");
+  return {data, out, axis, ascending, dk};
+}
+
 }  // namespace detail::contrib_sort
 
 namespace contrib {
@@ -385,16 +408,12 @@ namespace contrib {
 inline void argsort(packed_args args) {
   namespace cs = detail::contrib_sort;
   const cs::call_site call(cs::argsort_name, args);
-  if (call.size() != 4)
-    call.fail(errc::invalid_argument, "expected 4 arguments (data, indices, axis, is_ascend), got " + std::to_string(call.size()));
-  const cs::tensor_arg data = call.tensor(0, "data");
-  const cs::tensor_arg out = call.tensor(1, "indices");
-  const int axis = call.axis(2, data);
-  const bool ascending = call.flag(3, "is_ascend");
-  const cs::kind dk = cs::kind_of(data.t->dtype), ok = cs::kind_of(out.t->dtype);
-  if (!cs::is_sortable(dk))
-    call.fail(errc::unsupported,
-              call.label(0, "data") + " is " + gexec::to_string(data.t->dtype) + "; supported: float16, float32, float64, int32, int64");
+  const cs::row_call c = cs::read_row_call(call, "indices");
+  const cs::tensor_arg &data = c.data, &out = c.out;
+  const int axis = c.axis;
+  const bool ascending = c.ascending;
+  const cs::kind dk = c.data_kind;
+  const cs::kind ok = cs::kind_of(out.t->dtype);
   if (!cs::is_index(ok))
     call.fail(errc::unsupported,
               call.label(1, "indices") + " is " + gexec::to_string(out.t->dtype) + "; supported: int32, int64, float32, float64");
@@ -411,16 +430,11 @@ inline void argsort(packed_args args) {
 inline void sort(packed_args args) {
   namespace cs = detail::contrib_sort;
   const cs::call_site call(cs::sort_name, args);
-  if (call.size() != 4)
-    call.fail(errc::invalid_argument, "expected 4 arguments (data, out, axis, is_ascend), got " + std::to_string(call.size()));
-  const cs::tensor_arg data = call.tensor(0, "data");
-  const cs::tensor_arg out = call.tensor(1, "out");
-  const int axis = call.axis(2, data);
-  const bool ascending = call.flag(3, "is_ascend");
-  const cs::kind dk = cs::kind_of(data.t->dtype);
-  if (!cs::is_sortable(dk))
-    call.fail(errc::unsupported,
-              call.label(0, "data") + " is " + gexec::to_string(data.t->dtype) + "; supported: float16, float32, float64, int32, int64");
+  const cs::row_call c = cs::read_row_call(call, "out");
+  const cs::tensor_arg &data = c.data, &out = c.out;
+  const int axis = c.axis;
+  const bool ascending = c.ascending;
+  const cs::kind dk = c.data_kind;
   if (!same_dtype(data.t->dtype, out.t->dtype))
     call.fail(errc::dtype_mismatch,
               call.label(1, "out") + " is " + gexec::to_string(out.t->dtype) + ", data is " + gexec::to_string(data.t->dtype));
