@@ -29,6 +29,8 @@ enum class errc {
   out_of_memory,      ///< memory that cannot be had, or a size no address space holds
   busy,               ///< an executor entered by a second thread while one is inside it
   invalid_npy,        ///< a malformed .npy file
+  no_device,          ///< no driver or no device of the type asked for (a CUDA executor without a GPU)
+  device_error,       ///< a device driver call failed (the CUDA error name and text follow)
 };
 
 /// Stable lower-case name of an error code ("invalid_graph", ...).
@@ -52,6 +54,8 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::out_of_memory: return "out_of_memory";
     case errc::busy: return "busy";
     case errc::invalid_npy: return "invalid_npy";
+    case errc::no_device: return "no_device";
+    case errc::device_error: return "device_error";
   }
   return "unknown";
 }
