@@ -558,9 +558,9 @@ TEST_CASE_TEMPLATE("backends: streams order copies, events mark them, workspace 
   backend.copy_async(on_device, to, other);  // device to host, after the first copy
   backend.synchronize(other);
   CHECK(host_out == host_in);
-  void* ws = backend.alloc_workspace(d, 100);
+  void* ws = backend.alloc_workspace(d, 100, nullptr);
   CHECK(ws != nullptr);
-  CHECK(backend.free_workspace(d, ws) == 0);
+  CHECK(backend.free_workspace(d, ws, nullptr) == 0);
   backend.set_device(d);
   if constexpr (!std::is_same_v<B, gexec::cpu_backend>) {
     auto unrecorded = backend.create_event(d);

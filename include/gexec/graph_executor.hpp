@@ -320,10 +320,18 @@ class graph_executor {
   [[nodiscard]] std::uint64_t storage_bytes() const noexcept { return s_ ? s_->own_bytes : 0; }
   /// The DLTensors run() hands to kernels, per entry and per argument: for tests and tools.
   [[nodiscard]] const detail::instance_plan& get_instance_plan() const { return self().plan; }
+  /// The state a stateful execution policy keeps in this executor, if it is of type S.
+  template <class S>
+  [[nodiscard]] const S* policy_state() const noexcept {
+    return s_ && s_->policy_state_type == &policy_state_tag<S> ? static_cast<const S*>(s_->policy_state.get()) : nullptr;
+  }
   /// The model this executor is an instance of.
   [[nodiscard]] const std::shared_ptr<const model_state>& get_model_state() const noexcept { return m_; }
 
  private:
+  template <class S>
+  static constexpr char policy_state_tag = 0;
+
   enum class bound_to : std::uint8_t {
     internal,  ///< the executor's own storage (allocated on first use for input storage)
     model,     ///< the model's parameter
@@ -388,6 +396,10 @@ class graph_executor {
     /// Scratch of execution policies, per step; allocated on first use.
     std::unique_ptr<std::atomic<std::uint32_t>[]> counters;
     std::unique_ptr<std::uint32_t[]> slots;
+    /// What a stateful execution policy keeps per executor (a captured CUDA Graph), of
+    /// the type `policy_state_type` names; destroyed before the streams it may use.
+    std::shared_ptr<void> policy_state;
+    const void* policy_state_type = nullptr;
 
     explicit instance(const model_state& m)
         : streams(m.backends, make_streams(m)),
@@ -409,6 +421,8 @@ class graph_executor {
       context.devices = m.device_table;
       context.device = m.devices[0];
       context.stream = stream_objects[0];
+      context.native_stream = m.device_table->native_stream(m.backends.get(), m.devices[0], stream_objects[0]);
+      context.launch_services = m.device_table->launch_services(m.backends.get(), m.devices[0]);
       // Activations: one allocation per device through the allocator policy.
       for (const DLDevice& d : m.devices) {
         std::vector<std::size_t> slots_here;
@@ -592,6 +606,33 @@ class graph_executor {
     };
     [[nodiscard]] context_guard thread_context() const { return context_guard(ex_.s_->context); }
 
+    // For policies that hand the work to a device driver (CUDA Graph capture):
+    /// Changes whenever a pointer the steps hand to kernels may have changed.
+    [[nodiscard]] std::uint64_t bindings_version() const noexcept { return ex_.s_->plan.version; }
+    /// The executor's object of type S for this policy, made on first use; kept with the
+    /// executor (a policy of another type asking replaces it).
+    template <class S>
+    [[nodiscard]] S& state() {
+      instance& s = *ex_.s_;
+      if (s.policy_state_type != &policy_state_tag<S>) {
+        s.policy_state.reset();
+        s.policy_state = std::make_shared<S>();
+        s.policy_state_type = &policy_state_tag<S>;
+      }
+      return *static_cast<S*>(s.policy_state.get());
+    }
+    /// The model's devices, and per device the driver's handle of the executor's stream
+    /// there (a CUstream; null on the host) and what launchers need there (the CUDA driver).
+    [[nodiscard]] std::span<const DLDevice> devices() const noexcept { return ex_.m_->devices; }
+    [[nodiscard]] void* native_stream(std::size_t d) const noexcept {
+      const model_state& m = *ex_.m_;
+      return m.device_table->native_stream(m.backends.get(), m.devices[d], ex_.s_->stream_objects[d]);
+    }
+    [[nodiscard]] const void* launch_services(std::size_t d) const noexcept {
+      const model_state& m = *ex_.m_;
+      return m.device_table->launch_services(m.backends.get(), m.devices[d]);
+    }
+
    private:
     graph_executor& ex_;
     Observer& observer_;
@@ -694,6 +735,8 @@ class graph_executor {
     const model_state& m = *m_;
     context.device = m.devices[d];
     context.stream = s_->stream_objects[d];
+    context.native_stream = m.device_table->native_stream(m.backends.get(), context.device, context.stream);
+    context.launch_services = m.device_table->launch_services(m.backends.get(), context.device);
     if (context.device.device_type != kDLCPU) m.device_table->set_device(m.backends.get(), context.device);
   }
 

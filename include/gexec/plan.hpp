@@ -163,6 +163,9 @@ struct instance_plan {
   std::vector<int> codes;
   std::vector<call_step> calls;
   std::vector<copy_step> copies;
+  /// Changes whenever a pointer handed to kernels changes (bind_alias_group),
+  /// so that what captured those pointers (a CUDA Graph) knows to capture again.
+  std::uint64_t version = 0;
 
   /// Copies `p`'s arrays and points every step at this object's arrays; no data yet.
   /// `streams[d]` is the executor's stream object for the model's device d.
@@ -184,6 +187,7 @@ struct instance_plan {
   void bind_alias_group(const plan& p, std::uint32_t eid, void* data, const std::shared_ptr<const void>& owner) {
     const std::uint32_t root = p.alias_root[eid];
     const std::size_t n = entries.size();
+    if (entries[root].data != data) ++version;
     for (std::uint32_t i = p.users_begin[root]; i < p.users_begin[root + 1]; ++i) {
       const std::uint32_t u = p.users[i];
       if (u < n) {

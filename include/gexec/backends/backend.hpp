@@ -22,9 +22,10 @@
 //     void destroy_event(DLDevice, event_type&) noexcept;
 //     void record(event_type&, stream_type&);
 //     void wait(stream_type&, event_type&);
-//     void* alloc_workspace(DLDevice, std::uint64_t bytes);
-//     int free_workspace(DLDevice, void*) noexcept;
+//     void* alloc_workspace(DLDevice, std::uint64_t bytes, stream_type*);
+//     int free_workspace(DLDevice, void*, stream_type*) noexcept;
 //     void set_device(DLDevice);
+//     void* native_handle(stream_type&) noexcept;  // optional: the driver's queue (a CUstream)
 //   };
 
 #include "../config.hpp"
@@ -77,12 +78,22 @@ concept device_events = requires { typename B::event_type; } &&
 
 /// Scratch memory for compiled kernels (TVMBackendAllocWorkspace with this device type)
 /// and TVM's set-device: free_workspace returns 0, or -1 for memory it did not give out.
+/// Workspace is ordered by the stream the kernels asking for it run on (null: none), so
+/// that a block freed while kernels using it are still queued is only reused behind them.
 template <class B>
-concept device_runtime_services = requires(B& b, DLDevice d, std::uint64_t bytes, void* p) {
-  { b.alloc_workspace(d, bytes) } -> std::same_as<void*>;
-  { b.free_workspace(d, p) } noexcept -> std::same_as<int>;
+concept device_runtime_services = requires(B& b, DLDevice d, std::uint64_t bytes, void* p, typename B::stream_type* s) {
+  { b.alloc_workspace(d, bytes, s) } -> std::same_as<void*>;
+  { b.free_workspace(d, p, s) } noexcept -> std::same_as<int>;
   { b.set_device(d) } -> std::same_as<void>;
 };
+
+/// The driver's own handle of a stream (a CUstream), for code that launches on it
+/// itself; null for backends without one.
+template <class B>
+void* native_handle_of(B& b, typename B::stream_type& s) noexcept {
+  if constexpr (requires { { b.native_handle(s) } noexcept -> std::same_as<void*>; }) return b.native_handle(s);
+  else return nullptr;
+}
 
 /// A backend serves one DLDeviceType, every device id of it.
 template <class B>

@@ -35,8 +35,8 @@ struct cpu_backend {
   void record(event_type&, stream_type&) noexcept {}
   void wait(stream_type&, event_type&) noexcept {}
 
-  void* alloc_workspace(DLDevice, std::uint64_t bytes) { return detail::workspace_arena::this_thread().allocate(bytes); }
-  int free_workspace(DLDevice, void* p) noexcept { return detail::workspace_arena::this_thread().free(p); }
+  void* alloc_workspace(DLDevice, std::uint64_t bytes, stream_type*) { return detail::workspace_arena::this_thread().allocate(bytes); }
+  int free_workspace(DLDevice, void* p, stream_type*) noexcept { return detail::workspace_arena::this_thread().free(p); }
   void set_device(DLDevice) noexcept {}
 
   /// A synchronous copy between host tensors of equal size.

@@ -119,13 +119,13 @@ class emulated_backend {
     if (e.recorded == 0) throw error(errc::invalid_argument, "emulated backend: waiting for an event that was never recorded");
   }
 
-  void* alloc_workspace(DLDevice d, std::uint64_t bytes) {
+  void* alloc_workspace(DLDevice d, std::uint64_t bytes, stream_type*) {
     check(d, "alloc_workspace");
     void* p = detail::allocate_aligned(bytes);
     (*stats_)[d.device_id].workspaces += 1;
     return p;
   }
-  int free_workspace(DLDevice d, void* p) noexcept {
+  int free_workspace(DLDevice d, void* p, stream_type*) noexcept {
     if (!p) return -1;
     (*stats_)[d.device_id].workspaces -= 1;
     detail::free_aligned(p);

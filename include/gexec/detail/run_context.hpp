@@ -9,7 +9,11 @@
 
 #include <dlpack/dlpack.h>
 
+#include <concepts>
 #include <cstdint>
+#include <type_traits>
+
+#include "../backends/backend.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -18,29 +22,61 @@ class thread_pool;
 class env_registry;
 
 /// The device backends of the running executor, type-erased for the hooks: workspace
-/// for TVMBackendAllocWorkspace and set-device, by device.
+/// for TVMBackendAllocWorkspace and set-device, by device. `stream` is the executor's
+/// stream_type object on that device, or null where it has none.
 struct device_table {
-  void* (*alloc_workspace)(void* backends, DLDevice d, std::uint64_t bytes);  ///< throws; null if unserved
-  int (*free_workspace)(void* backends, DLDevice d, void* p) noexcept;         ///< -1: not served or not its
-  bool (*set_device)(void* backends, DLDevice d);                              ///< throws; false if unserved
+  void* (*alloc_workspace)(void* backends, DLDevice d, std::uint64_t bytes, void* stream);  ///< throws; null if unserved
+  int (*free_workspace)(void* backends, DLDevice d, void* p, void* stream) noexcept;         ///< -1: not served or not its
+  bool (*set_device)(void* backends, DLDevice d);                                           ///< throws; false if unserved
+  void* (*native_stream)(void* backends, DLDevice d, void* stream) noexcept;                ///< the driver's queue (a CUstream) or null
+  const void* (*launch_services)(void* backends, DLDevice d) noexcept;                      ///< what device launchers need, or null
 };
 
 template <class Backends>
 inline constexpr device_table device_table_for = {
-    [](void* b, DLDevice d, std::uint64_t bytes) -> void* {
+    [](void* b, DLDevice d, std::uint64_t bytes, void* stream) -> void* {
       void* p = nullptr;
-      static_cast<Backends*>(b)->visit(d.device_type, [&](auto& backend) { p = backend.alloc_workspace(d, bytes); });
+      static_cast<Backends*>(b)->visit(d.device_type, [&](auto& backend) {
+        using S = typename std::decay_t<decltype(backend)>::stream_type;
+        p = backend.alloc_workspace(d, bytes, static_cast<S*>(stream));
+      });
       return p;
     },
-    [](void* b, DLDevice d, void* p) noexcept -> int {
+    [](void* b, DLDevice d, void* p, void* stream) noexcept -> int {
       int rc = -1;
       try {
-        static_cast<Backends*>(b)->visit(d.device_type, [&](auto& backend) { rc = backend.free_workspace(d, p); });
+        static_cast<Backends*>(b)->visit(d.device_type, [&](auto& backend) {
+          using S = typename std::decay_t<decltype(backend)>::stream_type;
+          rc = backend.free_workspace(d, p, static_cast<S*>(stream));
+        });
       } catch (...) {
       }
       return rc;
     },
     [](void* b, DLDevice d) { return static_cast<Backends*>(b)->visit(d.device_type, [&](auto& backend) { backend.set_device(d); }); },
+    [](void* b, DLDevice d, void* stream) noexcept -> void* {
+      void* native = nullptr;
+      if (!stream) return nullptr;
+      try {
+        static_cast<Backends*>(b)->visit(d.device_type, [&](auto& backend) {
+          using S = typename std::decay_t<decltype(backend)>::stream_type;
+          native = native_handle_of(backend, *static_cast<S*>(stream));
+        });
+      } catch (...) {
+      }
+      return native;
+    },
+    [](void* b, DLDevice d) noexcept -> const void* {
+      const void* services = nullptr;
+      try {
+        static_cast<Backends*>(b)->visit(d.device_type, [&](auto& backend) {
+          if constexpr (requires { { backend.launch_services() } noexcept -> std::convertible_to<const void*>; })
+            services = backend.launch_services();
+        });
+      } catch (...) {
+      }
+      return services;
+    },
 };
 
 struct run_context {
@@ -51,6 +87,8 @@ struct run_context {
   const device_table* devices = nullptr;
   DLDevice device{kDLCPU, 0};        ///< the device the running step is on
   void* stream = nullptr;            ///< the executor's stream_type object for `device`
+  void* native_stream = nullptr;     ///< the driver's handle of that stream (a CUstream), or null
+  const void* launch_services = nullptr;  ///< what launchers of device kernels need on `device` (the CUDA driver), or null
   std::uint64_t workspace_limit = UINT64_MAX;  ///< host workspace a thread may hold at once
 };
 

@@ -48,6 +48,11 @@ struct module_context {
   void* library = nullptr;       ///< dlopen handle of the live module, null while none is
   const void* owner = nullptr;   ///< the module object that set `library`
   std::unordered_map<std::string, func_handle*> functions;  ///< handles given out, never freed
+  /// Launchers of the kernels of the library's device modules (the "cuda" entries of its
+  /// __tvm_dev_mblob), by kernel name; never freed. See cuda/kernels.hpp.
+  std::unordered_map<std::string, func_handle*> device_functions;
+  /// TVM's __tvm_set_device, for libraries with device modules; null for others.
+  func_handle* set_device = nullptr;
 };
 
 inline void api_set_last_error(const char* message) noexcept { set_last_error(message ? message : ""); }
@@ -64,7 +69,8 @@ inline void* backend_alloc_workspace(int device_type, int device_id, std::uint64
       return nullptr;
     }
     if (c && c->devices) {
-      if (void* p = c->devices->alloc_workspace(c->backends, d, nbytes)) return p;
+      void* stream = same_device(c->device, d) ? c->stream : nullptr;
+      if (void* p = c->devices->alloc_workspace(c->backends, d, nbytes, stream)) return p;
       set_last_error("TVMBackendAllocWorkspace: no backend of the running executor serves " + to_string(d));
       return nullptr;
     }
@@ -81,7 +87,7 @@ inline void* backend_alloc_workspace(int device_type, int device_id, std::uint64
 inline int backend_free_workspace(int device_type, int device_id, void* ptr) noexcept {
   const DLDevice d{static_cast<DLDeviceType>(device_type), device_id};
   const run_context* c = current_context();
-  const int rc = c && c->devices ? c->devices->free_workspace(c->backends, d, ptr)
+  const int rc = c && c->devices ? c->devices->free_workspace(c->backends, d, ptr, same_device(c->device, d) ? c->stream : nullptr)
                  : device_type == kDLCPU ? workspace_arena::this_thread().free(ptr)
                                          : -1;
   if (rc != 0) {
@@ -129,9 +135,18 @@ inline int backend_get_func_from_env(void* mod_node, const char* func_name, void
         *out = h;
         return 0;
       }
+      // A kernel of a device module the library imports.
+      if (auto it = ctx->device_functions.find(std::string(name)); it != ctx->device_functions.end()) {
+        *out = it->second;
+        return 0;
+      }
     }
     if (const env_name* e = env_names::instance().find(name); e && find_env_function(e->index)) {
       *out = const_cast<func_handle*>(&e->handle);
+      return 0;
+    }
+    if (ctx && ctx->set_device && name == "__tvm_set_device") {
+      *out = ctx->set_device;
       return 0;
     }
     set_last_error("function \"" + std::string(name) + "\" is neither in " + (ctx ? ctx->name : std::string("the module")) +
