@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../cuda/kernels.hpp"
 #include "../detail/byte_io.hpp"
 #include "../detail/env_registry.hpp"
 #include "../error.hpp"
@@ -37,6 +38,7 @@
 #include "../tvm_abi.hpp"
 #include "hooks.hpp"
 #include "loader.hpp"
+#include "module_blob.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 
@@ -249,8 +251,17 @@ inline module load_module(const std::filesystem::path& path) {
   // Handles compiled code looked up through an earlier load of this file point at the
   // functions of this load now (the same addresses when the file was never unmapped).
   for (auto& [name, handle] : ctx->functions) handle->fn.store(detail::library_function(ctx->library, name), std::memory_order_release);
-  table.live[canonical] = state;
   m.state_ = std::move(state);
+  // Kernels of the device modules the library carries (the graph and parameters of an
+  // embedded factory are read when a model is made from it).
+  if (const auto blob = m.data_symbol("__tvm_dev_mblob"); !blob.empty()) {
+    const module_blob parsed = parse_module_blob(blob, "__tvm_dev_mblob of " + ctx->name, blob_parts::device_modules);
+    if (!parsed.cuda_modules.empty()) {
+      detail::load_cuda_kernels(parsed.cuda_modules, ctx->name, ctx->device_functions);
+      ctx->set_device = detail::set_device_handle();
+    }
+  }
+  table.live[canonical] = m.state_;
   return m;
 }
 

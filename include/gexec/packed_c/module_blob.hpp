@@ -70,9 +70,13 @@ inline std::vector<std::string> read_string_vector(byte_reader& in, const char* 
   return v;
 }
 
-inline graph_factory_blob read_graph_factory(byte_reader& in) {
+/// Reads a GraphExecutorFactory payload; with `keep` false, checks it and keeps nothing
+/// (tensors aligned in the blob are not even copied).
+inline graph_factory_blob read_graph_factory(byte_reader& in, bool keep = true) {
   graph_factory_blob f;
-  f.graph_json = in.read_string("graph JSON");
+  if (keep) f.graph_json = in.read_string("graph JSON");
+  else in.bytes(in.read<std::uint64_t>("graph JSON length"), "graph JSON");
+  const auto views = keep ? std::shared_ptr<const void>() : std::make_shared<int>(0);
   // Unlike a parameter blob, the tensor count comes before the names here.
   auto count = in.read<std::uint64_t>("parameter count");
   auto names = read_string_vector(in, "parameter names");
@@ -82,7 +86,8 @@ inline graph_factory_blob read_graph_factory(byte_reader& in) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     in.set_context(context + ": parameter " + std::to_string(i) + " (\"" + names[i] + "\")");
     if (f.params.contains(names[i])) in.fail("duplicate parameter name");
-    f.params.set(names[i], read_tensor_record(in, nullptr));
+    ndarray tensor = read_tensor_record(in, views);
+    if (keep) f.params.set(names[i], std::move(tensor));
   }
   in.set_context(context);
   f.module_name = in.read_string("module name");
@@ -109,9 +114,14 @@ inline cuda_module_blob read_cuda_module(byte_reader& in) {
 
 }  // namespace detail
 
+/// What parse_module_blob keeps: everything, or the device modules only (a graph
+/// executor factory is then checked and skipped without copying its parameters).
+enum class blob_parts { all, device_modules };
+
 /// Parses a __tvm_dev_mblob: the u64 payload length and the payload. `source` names
 /// the blob in errors (errc::invalid_module), which give the byte offset.
-inline module_blob parse_module_blob(std::span<const std::byte> symbol, const std::string& source = "module blob") {
+inline module_blob parse_module_blob(std::span<const std::byte> symbol, const std::string& source = "module blob",
+                                     blob_parts parts = blob_parts::all) {
   detail::byte_reader outer(symbol, source, errc::invalid_module);
   auto length = outer.read<std::uint64_t>("payload length");
   if (length > outer.remaining())
@@ -131,7 +141,7 @@ inline module_blob parse_module_blob(std::span<const std::byte> symbol, const st
       blob.import_tree_child_indices = detail::read_u64_vector(in, "import tree child indices");
     } else if (key == "GraphExecutorFactory" || key == "GraphRuntimeFactory") {
       if (blob.factory) in.fail("a second graph executor factory");
-      blob.factory = detail::read_graph_factory(in);
+      blob.factory = detail::read_graph_factory(in, parts == blob_parts::all);
     } else if (key == "cuda") {
       blob.cuda_modules.push_back(detail::read_cuda_module(in));
     } else {
