@@ -3,7 +3,7 @@
 # kernel library; tools/ installs its programs itself.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS gexec EXPORT gexecTargets)
+install(TARGETS gexec gexec_cuda EXPORT gexecTargets)
 install(DIRECTORY include/gexec DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devel)
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT devel)
 
