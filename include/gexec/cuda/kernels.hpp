@@ -295,10 +295,11 @@ inline func_handle* set_device_handle() {
 
 /// Makes the kernels of the cuda modules in `blobs` what `handles` hands out by name
 /// (creating handles for new names; handles of an earlier load of the library point at
-/// the new kernels). The caller holds process_mutex(). Throws errc::invalid_module for
-/// a function table gexec cannot launch from.
+/// the new kernels unless they are the same). `kept` owns the kernels made, for the
+/// life of the process. The caller holds process_mutex(). Throws errc::invalid_module
+/// for a function table gexec cannot launch from.
 inline void load_cuda_kernels(const std::vector<cuda_module_blob>& blobs, const std::string& library,
-                              std::unordered_map<std::string, func_handle*>& handles) {
+                              std::unordered_map<std::string, func_handle*>& handles, std::vector<std::shared_ptr<const void>>& kept) {
   std::vector<std::unique_ptr<cuda_kernel>> made;
   for (const cuda_module_blob& b : blobs) {
     if (b.format != "ptx" && b.format != "cubin" && b.format != "fatbin")
@@ -347,8 +348,14 @@ inline void load_cuda_kernels(const std::vector<cuda_module_blob>& blobs, const 
       h->call = &launch_cuda_kernel;
       h->target = new cuda_kernel_slot;
     }
-    // The kernel an earlier load made stays allocated: a launch through it may be in flight.
-    static_cast<cuda_kernel_slot*>(const_cast<void*>(h->target))->kernel.store(k.release(), std::memory_order_release);
+    auto& slot = *static_cast<cuda_kernel_slot*>(const_cast<void*>(h->target));
+    const cuda_kernel* current = slot.kernel.load(std::memory_order_acquire);
+    if (current && current->name == k->name && current->args == k->args && current->dims == k->dims &&
+        current->dynamic_shared == k->dynamic_shared && current->image->binary == k->image->binary)
+      continue;  // the same kernel as the library's earlier load: keep it, and the modules it loaded
+    // A kernel an earlier load made stays: a launch through it may be in flight.
+    slot.kernel.store(k.get(), std::memory_order_release);
+    kept.push_back(std::shared_ptr<const void>(std::move(k)));
   }
 }
 

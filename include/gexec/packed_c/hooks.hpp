@@ -16,10 +16,12 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "../detail/env_registry.hpp"
 #include "../detail/last_error.hpp"
@@ -51,8 +53,10 @@ struct module_context {
   /// Launchers of the kernels of the library's device modules (the "cuda" entries of its
   /// __tvm_dev_mblob), by kernel name; never freed. See cuda/kernels.hpp.
   std::unordered_map<std::string, func_handle*> device_functions;
+  std::vector<std::shared_ptr<const void>> device_kernels;  ///< what device_functions launch, kept
   /// TVM's __tvm_set_device, for libraries with device modules; null for others.
   func_handle* set_device = nullptr;
+  std::string device_error;  ///< why the device modules could not be read, if they could not
 };
 
 inline void api_set_last_error(const char* message) noexcept { set_last_error(message ? message : ""); }
@@ -150,7 +154,8 @@ inline int backend_get_func_from_env(void* mod_node, const char* func_name, void
       return 0;
     }
     set_last_error("function \"" + std::string(name) + "\" is neither in " + (ctx ? ctx->name : std::string("the module")) +
-                   " nor registered with the runtime (gexec::register_global_function or runtime::register_function)");
+                   " nor registered with the runtime (gexec::register_global_function or runtime::register_function)" +
+                   (ctx && !ctx->device_error.empty() ? "; the library's device modules could not be read: " + ctx->device_error : std::string()));
     return -1;
   } catch (const std::exception& e) {
     set_last_error(std::string("TVMBackendGetFuncFromEnv: ") + e.what());

@@ -253,13 +253,19 @@ inline module load_module(const std::filesystem::path& path) {
   for (auto& [name, handle] : ctx->functions) handle->fn.store(detail::library_function(ctx->library, name), std::memory_order_release);
   m.state_ = std::move(state);
   // Kernels of the device modules the library carries (the graph and parameters of an
-  // embedded factory are read when a model is made from it).
-  if (const auto blob = m.data_symbol("__tvm_dev_mblob"); !blob.empty()) {
-    const module_blob parsed = parse_module_blob(blob, "__tvm_dev_mblob of " + ctx->name, blob_parts::device_modules);
-    if (!parsed.cuda_modules.empty()) {
-      detail::load_cuda_kernels(parsed.cuda_modules, ctx->name, ctx->device_functions);
-      ctx->set_device = detail::set_device_handle();
+  // embedded factory are read when a model is made from it). A blob that cannot be read
+  // leaves the library's own functions usable; looking up a device kernel says why.
+  ctx->device_error.clear();
+  try {
+    if (const auto blob = m.data_symbol("__tvm_dev_mblob"); !blob.empty()) {
+      const module_blob parsed = parse_module_blob(blob, "__tvm_dev_mblob of " + ctx->name, blob_parts::device_modules);
+      if (!parsed.cuda_modules.empty()) {
+        detail::load_cuda_kernels(parsed.cuda_modules, ctx->name, ctx->device_functions, ctx->device_kernels);
+        ctx->set_device = detail::set_device_handle();
+      }
     }
+  } catch (const error& e) {
+    ctx->device_error = e.what();
   }
   table.live[canonical] = m.state_;
   return m;
