@@ -14,6 +14,8 @@
 
 #include <gexec/cuda.hpp>
 
+#include "emulated_driver.h"
+
 #include <dlfcn.h>
 
 #include <cmath>
@@ -31,16 +33,13 @@ using gexec::ndarray;
 
 /// The emulated driver's test API, when the tests run on it (null members otherwise).
 struct emulator {
-  struct stats {
-    long allocations, bytes, streams, events, modules, graphs, graph_execs;
-    long launches, h2d, d2h, d2d, peer, memsets, synchronizations, captures, graph_launches, graph_updates, max_shared_bytes;
-  };
-  void (*get_stats)(int, stats*) = nullptr;
-  void (*trace_enable)(int) = nullptr;
-  unsigned long (*trace_text)(char*, unsigned long) = nullptr;
-  void (*trace_clear)() = nullptr;
-  void (*fail)(const char*, int, int) = nullptr;
-  void (*reset)() = nullptr;
+  using stats = gexec_emu_stats;
+  decltype(&gexec_emu_get_stats) get_stats = nullptr;
+  decltype(&gexec_emu_trace_enable) trace_enable = nullptr;
+  decltype(&gexec_emu_trace) trace_text = nullptr;
+  decltype(&gexec_emu_trace_clear) trace_clear = nullptr;
+  decltype(&gexec_emu_fail) fail = nullptr;
+  decltype(&gexec_emu_reset) reset = nullptr;
 
   [[nodiscard]] bool active() const { return get_stats != nullptr; }
   [[nodiscard]] stats of(int device) const {
