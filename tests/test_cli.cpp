@@ -372,9 +372,12 @@ TEST_CASE("--threads, --device, --policy and --progress") {
   check_close(printed(run_cli(split + " -i x=1 --threads 2"), "softmax:0"), want);
   check_close(printed(run_cli(split + " -i x=1 --policy parallel --benchmark --repeat 2"), "softmax:0"), want);
   check_close(printed(run_cli(split + " -i x=1 --device cpu:0"), "softmax:0"), want);
+  // Without a driver (named here so that a machine with a GPU answers the same), a clear error.
+  ::setenv("GEXEC_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
   const result cuda = run_cli(split + " -i x=1 --device cuda");
+  ::unsetenv("GEXEC_CUDA_DRIVER");
   CHECK(cuda.status == 1);
-  CHECK(has(cuda, "--device cuda: this gexec-run has no CUDA backend"));
+  CHECK(has(cuda, "no CUDA driver: cannot load /nonexistent/libcuda.so.1"));
   CHECK(has(run_cli(split + " -i x=1 --device tpu"), "unknown device type \"tpu\""));
   CHECK(has(run_cli(split + " -i x=1 --device cpu:x"), "the device id must be a number"));
   CHECK(run_cli(split + " -i x=1 --policy random").status != 0);

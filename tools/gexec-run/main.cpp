@@ -10,6 +10,7 @@
 // kernel), 2 when an output differs from --expected.
 
 #include <gexec/contrib/sort.hpp>
+#include <gexec/cuda.hpp>
 #include <gexec/debug.hpp>
 #include <gexec/executor.hpp>
 #include <gexec/npy.hpp>
@@ -109,14 +110,25 @@ std::string read_file(const fs::path& path, const std::string& what, const std::
   return bytes;
 }
 
+// Models run on the host and, with --device cuda, on a GPU (the driver is loaded then).
+using executor_type = gexec::cuda_executor;
+
 struct loaded {
-  std::optional<gexec::factory> factory;  // a single-file model
-  std::optional<gexec::model> model;      // graph + library + parameters
+  std::optional<gexec::factory> factory;  // a single-file model: its embedded parameters
+  std::optional<gexec::cuda_model> model;
   std::vector<std::string> param_names;
   std::uint64_t param_bytes = 0;
-  std::optional<gexec::graph_executor<>> executor;
-  gexec::graph_executor<>& ex() { return *executor; }
-  const gexec::graph_executor<>& ex() const { return *executor; }
+  std::optional<executor_type> executor;
+  executor_type& ex() { return *executor; }
+  const executor_type& ex() const { return *executor; }
+  /// Output `index` on the host (copied back from a device).
+  gexec::ndarray output(int index) {
+    gexec::ndarray out = ex().get_output(index);
+    if (out.device().device_type == kDLCPU) return out;
+    gexec::ndarray host = gexec::ndarray::empty({out.shape().begin(), out.shape().end()}, out.dtype());
+    ex().copy_output_to(index, host);
+    return host;
+  }
 };
 
 DLDevice parse_device(const std::string& text) {
@@ -130,9 +142,8 @@ DLDevice parse_device(const std::string& text) {
       fail("--device " + text + ": the device id must be a number >= 0");
   }
   if (type == "cpu" || type == "llvm") return gexec::cpu(id);
-  if (type == "cuda" || type == "gpu")
-    throw gexec::error(gexec::errc::unsupported, "--device " + text + ": this gexec-run has no CUDA backend; devices it runs on: cpu");
-  fail("--device " + text + ": unknown device type \"" + type + "\" (known: cpu)");
+  if (type == "cuda" || type == "gpu") return gexec::cuda(id);
+  fail("--device " + text + ": unknown device type \"" + type + "\" (known: cpu, cuda)");
 }
 
 loaded load(const options& o) {
@@ -140,6 +151,12 @@ loaded load(const options& o) {
   if (o.threads > 0) rt = gexec::runtime::create({.num_threads = o.threads});
   gexec::contrib::register_sort_functions(rt ? *rt : gexec::runtime::global());
   const DLDevice device = parse_device(o.device);
+  // Entries the graph does not place run on --device; those it places on the host (a
+  // heterogeneous graph's device_index) on the host.
+  gexec::model_options mo;
+  mo.devices = {device};
+  if (device.device_type != kDLCPU) mo.devices.push_back(gexec::cpu());
+  mo.runtime = rt;
   loaded l;
   if (!o.model.empty()) {
     l.factory = gexec::load_factory(o.model, rt);
@@ -147,7 +164,8 @@ loaded load(const options& o) {
       l.param_names.push_back(name);
       l.param_bytes += value.byte_size();
     }
-    l.executor.emplace(l.factory->create({device}));
+    l.model.emplace(gexec::cuda_model::load(o.model, mo));
+    l.executor.emplace(l.model->instantiate());
     return l;
   }
   const gexec::validated_graph g = gexec::parse_graph(read_file(o.graph, "--graph", o.progress));
@@ -158,10 +176,7 @@ loaded load(const options& o) {
     l.param_bytes += value.byte_size();
   }
   gexec::module lib = rt ? rt->load_module(o.lib) : gexec::load_module(o.lib);
-  gexec::model_options mo;
-  mo.devices = {device};
-  mo.runtime = rt;
-  l.model.emplace(g, std::move(lib), params, mo);
+  l.model.emplace(g, gexec::packed_c_abi(std::move(lib)), params, mo);
   l.executor.emplace(l.model->instantiate());
   return l;
 }
@@ -253,7 +268,7 @@ bool check_expected(const std::string& spec, loaded& l, const options& o) {
   const int index = find_named(infos, name, "--expected", "output");
   const gexec::tensor_info& info = infos[static_cast<std::size_t>(index)];
   const gexec::ndarray want = gexec::load_npy_file(value.substr(1), info.dtype);
-  const gexec::ndarray got = l.ex().get_output(index);
+  const gexec::ndarray got = l.output(index);
   const std::string label = "output " + std::to_string(index) + " (" + info.name + ")";
   if (!gexec::same_dtype(want.dtype(), got.dtype()) || !std::equal(want.shape().begin(), want.shape().end(), got.shape().begin(), got.shape().end())) {
     std::cout << "MISMATCH " << label << ": got " << gexec::to_string(got.dtype()) << gexec::detail::shape_to_string(got.shape()) << ", expected "
@@ -314,12 +329,12 @@ void write_text(const std::string& path, const std::string& text, const std::str
 }
 
 template <class F>
-void run_with_policy(const options& o, gexec::graph_executor<>& ex, F&& observer) {
+void run_with_policy(const options& o, executor_type& ex, F&& observer) {
   if (o.policy == "parallel") ex.run(gexec::parallel_branches{}, observer);
   else ex.run(gexec::sequential{}, observer);
 }
 
-void benchmark(const options& o, gexec::graph_executor<>& ex) {
+void benchmark(const options& o, executor_type& ex) {
   gexec::benchmark_options b{.repeat = o.repeat, .number = o.number, .min_repeat_ms = o.min_repeat_ms,
                              .cooldown_interval_ms = o.cooldown_ms, .repeats_to_cooldown = o.repeats_to_cooldown};
   const gexec::benchmark_result r = o.policy == "parallel" ? gexec::benchmark([&] { ex.run(gexec::parallel_branches{}); }, b)
@@ -361,12 +376,12 @@ int run(const options& o) {
   gexec::no_observer none;
   run_with_policy(o, l.ex(), none);
   const auto outputs = l.ex().get_output_info();
-  for (int i = 0; i < l.ex().get_num_outputs(); ++i) print_tensor(outputs[static_cast<std::size_t>(i)].name, l.ex().get_output(i), o.print_limit);
+  for (int i = 0; i < l.ex().get_num_outputs(); ++i) print_tensor(outputs[static_cast<std::size_t>(i)].name, l.output(i), o.print_limit);
   if (!o.output_dir.empty()) {
     make_dir(o.output_dir, "--output-dir");
     for (int i = 0; i < l.ex().get_num_outputs(); ++i) {
       const fs::path file = fs::path(o.output_dir) / ("output_" + std::to_string(i) + ".npy");
-      gexec::save_npy_file(file, l.ex().get_output(i));
+      gexec::save_npy_file(file, l.output(i));
       std::cout << "wrote output " << i << " (" << outputs[static_cast<std::size_t>(i)].name << ") to " << file.string() << '\n';
     }
   }
@@ -432,7 +447,7 @@ int main(int argc, char** argv) {
   app.add_option("--trace", o.trace, "write a Chrome trace (Perfetto) of --repeat runs to FILE")->group("Measure");
   app.add_option("--dump-dir", o.dump_dir, "write every node's outputs as DIR/<node>_<name>_<i>.npy")->group("Measure");
   app.add_option("--threads", o.threads, "threads of the kernels' thread pool (default: the cores this process may use)")->group("Execution");
-  app.add_option("--device", o.device, "device to run on: cpu[:N] (default cpu)")->group("Execution");
+  app.add_option("--device", o.device, "device to run on: cpu[:N] or cuda[:N] (default cpu); a graph that places entries on the host runs them there")->group("Execution");
   app.add_option("--policy", o.policy, "execution policy: sequential or parallel (independent branches at once)")
       ->check(CLI::IsMember({"sequential", "parallel"}))->group("Execution");
   app.add_option("--progress", o.progress, "progress bar for large files: auto (when stdout is a terminal), always, never")
