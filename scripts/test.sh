@@ -2,20 +2,32 @@
 # Builds gexec and runs its whole test suite: bash scripts/test.sh
 #
 # Stages, each timed:
-#   clang          clang 14 with ASan+UBSan: every test but conformance, packaging and compile-fail, and the fuzz targets over their seeds
-#   tsan           clang 14 with ThreadSanitizer, only the concurrency tests (CTest label tsan)
+#   clang          clang 14 with ASan+UBSan: every test but conformance, packaging and compile-fail (the CUDA suite over the
+#                  host-emulated driver included), and the fuzz targets over their seeds
+#   tsan           clang 14 with ThreadSanitizer, only the concurrency tests (CTest label tsan) and the emulated CUDA suite
 #   clang-release  clang 14, Release (-O3) as users build it: every test but conformance, packaging and compile-fail
 #   gcc            g++ 12, Release (-O3): every test, the TVM conformance suite, packaging and compile-fail tests included
 #   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core)
 # gexec's own code (tests, tools, examples, benchmarks) builds with -Wall -Wextra, and
 # here with -Werror too (GEXEC_WARNINGS_AS_ERRORS=ON); users' builds get no -Werror.
 # ccache keeps rebuilds cheap when it is installed (scripts/deps.sh installs it).
+# The CUDA tests need nvcc (the CUDA toolkit, /usr/local/cuda on this kind of machine)
+# to compile their kernels; GEXEC_CUDA=OFF leaves them out where there is none. The
+# test labelled gpu runs on a GPU and reports itself skipped elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${GEXEC_BUILD_DIR:-build}
 type=${GEXEC_BUILD_TYPE:-Release}
 jobs=$(nproc)
 total_start=$SECONDS
+
+cuda=(-DGEXEC_ENABLE_CUDA=ON)
+if [ "${GEXEC_CUDA:-ON}" = OFF ]; then
+  cuda=(-DGEXEC_ENABLE_CUDA=OFF)
+elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "scripts/test.sh: nvcc not found (install the CUDA toolkit, or set GEXEC_CUDA=OFF to leave the CUDA tests out)" >&2
+  exit 1
+fi
 
 stage() {
   local name=$1 start=$SECONDS
@@ -33,35 +45,77 @@ configure() {  # configure DIR CC CXX [cmake args...]
   CC=$cc CXX=$cxx cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DGEXEC_WARNINGS_AS_ERRORS=ON "${launcher[@]}" "$@" >/dev/null
 }
 
-clang_stage() {
+clang_cuda=(-DGEXEC_ENABLE_CUDA=ON)
+if [ "${GEXEC_CUDA:-ON}" = OFF ]; then
+  cuda=(-DGEXEC_ENABLE_CUDA=OFF)
+elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "scripts/test.sh: nvcc not found (install the CUDA toolkit, or set GEXEC_CUDA=OFF to leave the CUDA tests out)" >&2
+  exit 1
+fi
+
+stage() {
   local flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-  type=RelWithDebInfo configure "$build-clang" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_FUZZERS=ON \
+  type=RelWithDebInfo configure "$build-clang" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_FUZZERS=ON "${cuda[@]}" \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
   cmake --build "$build-clang" -j "$jobs"
   ctest --test-dir "$build-clang" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail"
 }
 
-tsan_stage() {
+tsan_cuda=(-DGEXEC_ENABLE_CUDA=ON)
+if [ "${GEXEC_CUDA:-ON}" = OFF ]; then
+  cuda=(-DGEXEC_ENABLE_CUDA=OFF)
+elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "scripts/test.sh: nvcc not found (install the CUDA toolkit, or set GEXEC_CUDA=OFF to leave the CUDA tests out)" >&2
+  exit 1
+fi
+
+stage() {
   local flags=-fsanitize=thread
-  type=RelWithDebInfo configure "$build-tsan" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF -DGEXEC_BUILD_TOOLS=OFF \
+  type=RelWithDebInfo configure "$build-tsan" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF -DGEXEC_BUILD_TOOLS=OFF "${cuda[@]}" \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
-  cmake --build "$build-tsan" -j "$jobs" --target test_concurrency test_thread_pool test_runtime test_policies
-  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir "$build-tsan" --output-on-failure -L tsan
+  local targets=(test_concurrency test_thread_pool test_runtime test_policies) labels=tsan
+  if [ "${cuda[0]}" = -DGEXEC_ENABLE_CUDA=ON ]; then targets+=(test_cuda test_emulated_driver); labels="tsan|cuda-emulated"; fi
+  cmake --build "$build-tsan" -j "$jobs" --target "${targets[@]}"
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir "$build-tsan" --output-on-failure -L "$labels"
 }
 
-clang_release_stage() {
+clang_release_cuda=(-DGEXEC_ENABLE_CUDA=ON)
+if [ "${GEXEC_CUDA:-ON}" = OFF ]; then
+  cuda=(-DGEXEC_ENABLE_CUDA=OFF)
+elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "scripts/test.sh: nvcc not found (install the CUDA toolkit, or set GEXEC_CUDA=OFF to leave the CUDA tests out)" >&2
+  exit 1
+fi
+
+stage() {
   configure "$build-clang-release" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF
   cmake --build "$build-clang-release" -j "$jobs"
   ctest --test-dir "$build-clang-release" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail"
 }
 
-gcc_stage() {
+gcc_cuda=(-DGEXEC_ENABLE_CUDA=ON)
+if [ "${GEXEC_CUDA:-ON}" = OFF ]; then
+  cuda=(-DGEXEC_ENABLE_CUDA=OFF)
+elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "scripts/test.sh: nvcc not found (install the CUDA toolkit, or set GEXEC_CUDA=OFF to leave the CUDA tests out)" >&2
+  exit 1
+fi
+
+stage() {
   configure "$build" gcc g++
   cmake --build "$build" -j "$jobs"
   ctest --test-dir "$build" --output-on-failure -j "$jobs"
 }
 
-bench_stage() {
+bench_cuda=(-DGEXEC_ENABLE_CUDA=ON)
+if [ "${GEXEC_CUDA:-ON}" = OFF ]; then
+  cuda=(-DGEXEC_ENABLE_CUDA=OFF)
+elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "scripts/test.sh: nvcc not found (install the CUDA toolkit, or set GEXEC_CUDA=OFF to leave the CUDA tests out)" >&2
+  exit 1
+fi
+
+stage() {
   local b=$build/benchmarks conformance=$build/conformance
   [ -f "$conformance/manifest.json" ] || conformance=""
   "$b/gexec_bench_dispatch"
@@ -72,6 +126,7 @@ bench_stage() {
   "$b/gexec_bench_instances" $conformance
   "$b/gexec_bench_planner" $conformance
   "$b/gexec_bench_branches"
+  if [ -x "$b/gexec_bench_cuda" ]; then "$b/gexec_bench_cuda"; fi  # a GPU's figures; SKIPPED without one
   bash benchmarks/compile/run.sh
 }
 
