@@ -45,15 +45,7 @@ configure() {  # configure DIR CC CXX [cmake args...]
   CC=$cc CXX=$cxx cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DGEXEC_WARNINGS_AS_ERRORS=ON "${launcher[@]}" "$@" >/dev/null
 }
 
-clang_cuda=(-DGEXEC_ENABLE_CUDA=ON)
-if [ "${GEXEC_CUDA:-ON}" = OFF ]; then
-  cuda=(-DGEXEC_ENABLE_CUDA=OFF)
-elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "scripts/test.sh: nvcc not found (install the CUDA toolkit, or set GEXEC_CUDA=OFF to leave the CUDA tests out)" >&2
-  exit 1
-fi
-
-stage() {
+clang_stage() {
   local flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
   type=RelWithDebInfo configure "$build-clang" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_FUZZERS=ON "${cuda[@]}" \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
@@ -61,15 +53,7 @@ stage() {
   ctest --test-dir "$build-clang" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail"
 }
 
-tsan_cuda=(-DGEXEC_ENABLE_CUDA=ON)
-if [ "${GEXEC_CUDA:-ON}" = OFF ]; then
-  cuda=(-DGEXEC_ENABLE_CUDA=OFF)
-elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "scripts/test.sh: nvcc not found (install the CUDA toolkit, or set GEXEC_CUDA=OFF to leave the CUDA tests out)" >&2
-  exit 1
-fi
-
-stage() {
+tsan_stage() {
   local flags=-fsanitize=thread
   type=RelWithDebInfo configure "$build-tsan" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF -DGEXEC_BUILD_TOOLS=OFF "${cuda[@]}" \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
@@ -79,43 +63,19 @@ stage() {
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir "$build-tsan" --output-on-failure -L "$labels"
 }
 
-clang_release_cuda=(-DGEXEC_ENABLE_CUDA=ON)
-if [ "${GEXEC_CUDA:-ON}" = OFF ]; then
-  cuda=(-DGEXEC_ENABLE_CUDA=OFF)
-elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "scripts/test.sh: nvcc not found (install the CUDA toolkit, or set GEXEC_CUDA=OFF to leave the CUDA tests out)" >&2
-  exit 1
-fi
-
-stage() {
+clang_release_stage() {
   configure "$build-clang-release" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF
   cmake --build "$build-clang-release" -j "$jobs"
   ctest --test-dir "$build-clang-release" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail"
 }
 
-gcc_cuda=(-DGEXEC_ENABLE_CUDA=ON)
-if [ "${GEXEC_CUDA:-ON}" = OFF ]; then
-  cuda=(-DGEXEC_ENABLE_CUDA=OFF)
-elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "scripts/test.sh: nvcc not found (install the CUDA toolkit, or set GEXEC_CUDA=OFF to leave the CUDA tests out)" >&2
-  exit 1
-fi
-
-stage() {
-  configure "$build" gcc g++
+gcc_stage() {
+  configure "$build" gcc g++ "${cuda[@]}"
   cmake --build "$build" -j "$jobs"
   ctest --test-dir "$build" --output-on-failure -j "$jobs"
 }
 
-bench_cuda=(-DGEXEC_ENABLE_CUDA=ON)
-if [ "${GEXEC_CUDA:-ON}" = OFF ]; then
-  cuda=(-DGEXEC_ENABLE_CUDA=OFF)
-elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "scripts/test.sh: nvcc not found (install the CUDA toolkit, or set GEXEC_CUDA=OFF to leave the CUDA tests out)" >&2
-  exit 1
-fi
-
-stage() {
+bench_stage() {
   local b=$build/benchmarks conformance=$build/conformance
   [ -f "$conformance/manifest.json" ] || conformance=""
   "$b/gexec_bench_dispatch"
