@@ -20,6 +20,7 @@
 #include "backends/cuda.hpp"
 #include "cuda/driver.hpp"
 #include "execution/cuda_graph.hpp"
+#include "execution/parallel_streams.hpp"
 #include "executor.hpp"
 
 GEXEC_NAMESPACE_BEGIN

@@ -11,6 +11,7 @@
 #include "benchmark.hpp"           // TVM's time evaluator
 #include "binding/registry.hpp"    // op bindings: C++ kernels by name (registry, static_registry)
 #include "execution/parallel_branches.hpp"  // execution policies: independent steps at once
+#include "execution/parallel_streams.hpp"   //   independent branches on several streams of each device
 #include "execution/sequential.hpp"         //   the flat loop (default)
 #include "function_registry.hpp"   // functions kernels look up at run time
 #include "graph.hpp"               // the graph: data, validation, TVM's JSON

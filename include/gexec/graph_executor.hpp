@@ -396,6 +396,13 @@ class graph_executor {
     /// Scratch of execution policies, per step; allocated on first use.
     std::unique_ptr<std::atomic<std::uint32_t>[]> counters;
     std::unique_ptr<std::uint32_t[]> slots;
+    /// More streams per device for policies that spread steps over them (lanes); lane 0
+    /// is `streams`. lane_objects[lane][d] is the stream object of model device d.
+    std::vector<std::unique_ptr<stream_set>> extra_lanes;
+    std::vector<std::vector<void*>> lane_objects;
+    unsigned active_lane = 0;
+    /// Per step, the event a lane policy recorded after it (null until needed).
+    std::vector<std::shared_ptr<void>> step_events;
     /// What a stateful execution policy keeps per executor (a captured CUDA Graph), of
     /// the type `policy_state_type` names; destroyed before the streams it may use.
     std::shared_ptr<void> policy_state;
@@ -404,7 +411,7 @@ class graph_executor {
     explicit instance(const model_state& m)
         : streams(m.backends, make_streams(m)),
           stream_objects(stream_pointers(streams.list)),
-          plan(m.plan, stream_objects),
+          plan(m.plan),
           allocator(m.allocator),
           storage(m.plan.storage.size()),
           binding(m.plan.entries.size(), bound_to::internal),
@@ -414,6 +421,7 @@ class graph_executor {
           input_set(m.graph->arg_nodes.size(), false),
           unset_inputs(m.graph->arg_nodes.size()) {
       const gexec::plan& p = m.plan;
+      lane_objects.push_back(stream_objects);
       context = m.rt->context();
       context.workspace_limit = m.max_workspace_bytes;
       context.executor = this;
@@ -633,6 +641,70 @@ class graph_executor {
       return m.device_table->launch_services(m.backends.get(), m.devices[d]);
     }
 
+    // Lanes: several streams per device, for policies that order steps with events
+    // (parallel_streams). Lane 0 is the executor's own stream; the others are made on
+    // first use and kept with the executor. On the host every lane is the host itself.
+    /// The model device (index into devices()) step k runs on.
+    [[nodiscard]] std::uint16_t step_device(std::uint32_t k) const noexcept {
+      const gexec::plan& p = ex_.m_->plan;
+      return p.order[p.step_run_of[k]].device;
+    }
+    /// Makes sure there are `n` lanes.
+    void use_lanes(unsigned n) {
+      instance& s = *ex_.s_;
+      const model_state& m = *ex_.m_;
+      while (s.lane_objects.size() < n) {
+        auto lane = std::make_unique<stream_set>(m.backends, instance::make_streams(m));
+        s.lane_objects.push_back(instance::stream_pointers(lane->list));
+        s.extra_lanes.push_back(std::move(lane));
+      }
+    }
+    /// Runs step k on `lane`'s stream of its device.
+    void run_step_on(std::uint32_t k, unsigned lane) {
+      ex_.s_->active_lane = lane;
+      ex_.run_steps(k, k + 1, observer_);
+    }
+    /// Marks, on `lane`, that step k is done (what wait_for waits for).
+    void signal(std::uint32_t k, unsigned lane) {
+      instance& s = *ex_.s_;
+      const model_state& m = *ex_.m_;
+      const std::uint16_t d = step_device(k);
+      const DLDevice device = m.devices[d];
+      if (device.device_type == kDLCPU) return;  // done when it returned
+      if (s.step_events.size() < size()) s.step_events.resize(size());
+      std::shared_ptr<void>& slot = s.step_events[k];
+      m.backends->visit(device.device_type, [&](auto& b) {
+        using B = std::decay_t<decltype(b)>;
+        using E = typename B::event_type;
+        if (!slot) {
+          auto* e = new E(b.create_event(device));
+          slot = std::shared_ptr<void>(e, [backends = m.backends, device](void* p) {
+            auto* event = static_cast<E*>(p);
+            backends->template get<B>().destroy_event(device, *event);
+            delete event;
+          });
+        }
+        b.record(*static_cast<E*>(slot.get()), *static_cast<typename B::stream_type*>(s.lane_objects[lane][d]));
+      });
+    }
+    /// Makes `lane`'s stream on model device `d` wait until step k (signalled on
+    /// `k_lane`) is done; the host waits where `d` is the host or another device type.
+    void wait_for(std::uint32_t k, unsigned k_lane, std::uint16_t d, unsigned lane) {
+      instance& s = *ex_.s_;
+      const model_state& m = *ex_.m_;
+      const std::uint16_t dk = step_device(k);
+      const DLDevice from = m.devices[dk], to = m.devices[d];
+      if (from.device_type == kDLCPU || (dk == d && k_lane == lane)) return;
+      m.backends->visit(from.device_type, [&](auto& b) {
+        using B = std::decay_t<decltype(b)>;
+        using S = typename B::stream_type;
+        if (to.device_type == from.device_type && s.step_events.size() > k && s.step_events[k])
+          b.wait(*static_cast<S*>(s.lane_objects[lane][d]), *static_cast<typename B::event_type*>(s.step_events[k].get()));
+        else
+          b.synchronize(*static_cast<S*>(s.lane_objects[k_lane][dk]));
+      });
+    }
+
    private:
     graph_executor& ex_;
     Observer& observer_;
@@ -649,6 +721,10 @@ class graph_executor {
     detail::context_scope scope(&s.context);
     detail::workspace_scope workspace;
     step_program<Observer> program(*this, observer);
+    struct back_to_lane_zero {  // a lane policy leaves the executor's own streams current
+      instance& s;
+      ~back_to_lane_zero() { s.active_lane = 0; }
+    } lane_zero{s};
     policy.execute(program);
     if (whole_run) finish_run();
   }
@@ -696,7 +772,7 @@ class graph_executor {
         const std::uint32_t lo = r->begin + (begin - r->step);
         const std::uint32_t hi = r->begin + std::min(end - r->step, r->end - r->begin);
         begin = r->step + (hi - r->begin);
-        if (context.stream != s.stream_objects[r->device]) [[unlikely]]
+        if (context.stream != s.lane_objects[s.active_lane][r->device]) [[unlikely]]
           switch_device(context, r->device);
         if (r->kind == detail::step_kind::call) {
           copy = nullptr;
@@ -717,7 +793,7 @@ class graph_executor {
             [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(c - s.plan.copies.data() - r->begin), c->node_id};
             if constexpr (observed) observer.before(event);
             copy = c;
-            c->fn(c->backend, *c->from, *c->to, c->stream, c->to_host);
+            c->fn(c->backend, *c->from, *c->to, context.stream, c->to_host);
             if constexpr (observed) observer.after(event);
           }
         }
@@ -734,7 +810,7 @@ class graph_executor {
   void switch_device(detail::run_context& context, std::uint16_t d) const {
     const model_state& m = *m_;
     context.device = m.devices[d];
-    context.stream = s_->stream_objects[d];
+    context.stream = s_->lane_objects[s_->active_lane][d];
     context.native_stream = m.device_table->native_stream(m.backends.get(), context.device, context.stream);
     context.launch_services = m.device_table->launch_services(m.backends.get(), context.device);
     if (context.device.device_type != kDLCPU) m.device_table->set_device(m.backends.get(), context.device);

@@ -54,9 +54,8 @@ struct copy_step {
   const DLTensor* from;
   DLTensor* to;
   copy_fn fn;
-  void* backend;
-  void* stream;  ///< the executor's stream_type object of the backend's device
-  bool to_host;  ///< the host reads the result next: wait for the stream
+  void* backend;  ///< run on the stream of the backend's device current in the run
+  bool to_host;   ///< the host reads the result next: wait for the stream
   std::uint32_t node_id;
 };
 
@@ -168,8 +167,7 @@ struct instance_plan {
   std::uint64_t version = 0;
 
   /// Copies `p`'s arrays and points every step at this object's arrays; no data yet.
-  /// `streams[d]` is the executor's stream object for the model's device d.
-  instance_plan(const plan& p, std::span<void* const> streams)
+  explicit instance_plan(const plan& p)
       : entries(p.entries), entry_owner(p.entries.size()), args(p.args), values(p.args.size()), codes(p.codes) {
     for (std::size_t i = 0; i < args.size(); ++i) values[i].v_handle = &args[i];
     calls.reserve(p.calls.size());
@@ -178,7 +176,7 @@ struct instance_plan {
                        static_cast<int>(c.num_args), c.node_id});
     copies.reserve(p.copies.size());
     for (const copy_template& c : p.copies)
-      copies.push_back({&entries[c.from], &entries[c.to], c.fn, c.backend, streams[c.device], c.to_host, c.node_id});
+      copies.push_back({&entries[c.from], &entries[c.to], c.fn, c.backend, c.to_host, c.node_id});
   }
 
   /// Points entry `eid`, its __nop aliases and every argument made from them at `data`.

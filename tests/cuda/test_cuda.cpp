@@ -421,6 +421,44 @@ TEST_CASE("CUDA Graph on a heterogeneous model runs eagerly and says why") {
   CHECK(gexec::cuda_graph::stats(ex).eager_reason.find("one CUDA device only") != std::string::npos);
 }
 
+TEST_CASE("parallel_streams: independent branches on several streams, ordered by events, a host branch included") {
+  // a: 6 x scale_shift; b: 3 x relu, to the host, negative there, back, scale_shift; add(a, b).
+  gexec::graph_builder g;
+  gexec::node_entry a = g.input("a", {1024}, f32, gpu), b = g.input("b", {1024}, f32, gpu);
+  for (int k = 0; k < 6; ++k) a = g.op("s" + std::to_string(k), "fused_scale_shift", {a}, {{{1024}, f32, gpu}});
+  for (int k = 0; k < 3; ++k) b = g.op("r" + std::to_string(k), "fused_relu", {b}, {{{1024}, f32, gpu}});
+  b = g.copy("to_host", b, kDLCPU);
+  b = g.op("neg", "fused_negative_cpu", {b}, {{{1024}, f32, kDLCPU}});
+  b = g.copy("to_gpu", b, gpu);
+  b = g.op("t", "fused_scale_shift", {b}, {{{1024}, f32, gpu}});
+  g.output(g.op("sum", "fused_add", {a, b}, {{{1024}, f32, gpu}}));
+  gexec::cuda_model m(g.build(), gexec::packed_c_abi(host_library()), {}, on({gexec::cpu(), gexec::cuda()}));
+  auto ex = m.instantiate();
+  const long streams_before = emu.active() ? emu.of(0).streams : 0;
+  for (int run = 0; run < 3; ++run) {  // new values each run: nothing left from the last one passes
+    ndarray ain = host({1024}, [run](std::int64_t i) { return 0.001f * static_cast<float>(i) - 0.5f * static_cast<float>(run); });
+    ndarray bin = host({1024}, [run](std::int64_t i) { return static_cast<float>((i + run) % 9) - 2.0f; });
+    std::vector<float> want(1024);
+    for (std::size_t i = 0; i < 1024; ++i) {
+      float x = values_of(ain)[i];
+      for (int k = 0; k < 6; ++k) x = std::fma(x, 2.0f, 0.5f);
+      want[i] = x + std::fma(-std::max(0.0f, values_of(bin)[i]), 2.0f, 0.5f);
+    }
+    ex.set_input("a", ain);
+    ex.set_input("b", bin);
+    ex.run(gexec::parallel_streams{});
+    check_close(output(ex, 0, {1024}), want, 1e-6f);
+    if (run == 2) {  // the plain loop agrees
+      ex.run();
+      check_close(output(ex, 0, {1024}), want, 1e-6f);
+    }
+  }
+  if (emu.active()) {
+    CHECK(emu.of(0).streams - streams_before >= 1);  // a second stream, kept by the executor
+    CHECK(emu.of(0).events >= 1);
+  }
+}
+
 TEST_CASE("two executors of one model on two threads, each on its own stream") {
   auto m = single_op("fused_scale_shift", {{4096}}, {4096});
   std::vector<std::vector<float>> results(2);
