@@ -5,7 +5,8 @@
 //   gexec_make_cuda_blob <format> <binary file> <out.c> [graph.json params.bin]
 //
 // <format> is the module's format string ("ptx", "fatbin" or "cubin") and <binary file>
-// nvcc's output in that format. Without a graph the blob is that of a library exported
+// nvcc's output in that format; "spirv" writes a format gexec does not load, for the
+// test of a library whose device module cannot be used. Without a graph the blob is that of a library exported
 // without a factory: modules [_lib, cuda, _import_tree], "_lib" importing "cuda". With a
 // graph and its parameters (save_param_dict format) it is the factory form:
 // [GraphExecutorFactory, _lib, cuda, _import_tree]. The blob is parsed back before it is
@@ -158,8 +159,8 @@ int main(int argc, char** argv) {
   try {
     gexec::cuda_module_blob cuda;
     cuda.format = argv[1];
-    if (cuda.format != "ptx" && cuda.format != "fatbin" && cuda.format != "cubin")
-      throw std::runtime_error("unknown format \"" + cuda.format + "\" (ptx, fatbin or cubin)");
+    if (cuda.format != "ptx" && cuda.format != "fatbin" && cuda.format != "cubin" && cuda.format != "spirv")
+      throw std::runtime_error("unknown format \"" + cuda.format + "\" (ptx, fatbin, cubin; spirv for a bad module)");
     cuda.functions = kernel_table();
     cuda.binary = read_file(argv[2]);
     if (cuda.binary.empty()) throw std::runtime_error(std::string(argv[2]) + " is empty");

@@ -329,6 +329,25 @@ TEST_CASE("a graph naming a device no backend serves is refused when the model i
   }
 }
 
+TEST_CASE("a library whose cuda module cannot be used loads; launching one of its kernels says why") {
+  gexec::module lib = gexec::load_module(GEXEC_CUDA_HOST_BADFORMAT);
+  CHECK(lib.get_function("fused_negative_cpu"));  // its host functions are there
+  auto m = single_op("fused_relu", {{16}}, {16}, lib);
+  auto ex = m.instantiate();
+  ex.set_input("a", host({16}, [](std::int64_t i) { return static_cast<float>(i); }));
+  try {
+    ex.run();
+    FAIL("ran");
+  } catch (const gexec::error& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(e.code() == gexec::errc::kernel_failed);
+    CHECK(what.find("function \"__tvm_set_device\" is neither in kernel library") != std::string::npos);  // its first look-up
+    CHECK(what.find("the library's device modules could not be read") != std::string::npos);
+    CHECK(what.find("has format \"spirv\" (gexec loads ptx, cubin and fatbin)") != std::string::npos);
+  }
+}
+
 TEST_CASE("a single-file library: embedded graph and parameters, kernels from its cuda module") {
   auto m = gexec::cuda_model::load(GEXEC_CUDA_HOST_FACTORY, on({gexec::cpu(), gexec::cuda()}));
   auto ex = m.instantiate();

@@ -265,7 +265,7 @@ inline module load_module(const std::filesystem::path& path) {
       }
     }
   } catch (const error& e) {
-    ctx->device_error = e.what();
+    ctx->device_error = std::string(e.message());
   }
   table.live[canonical] = m.state_;
   return m;
