@@ -1,5 +1,8 @@
 // gexec in a CMake project (see CMakeLists.txt): a graph over a C++ kernel, its input
-// taken from a parameter dictionary written and read back, run once.
+// taken from a parameter dictionary written and read back, run once, by a model that
+// could also use CUDA devices (gexec::cuda): it builds without a CUDA toolkit and runs
+// on the host without a GPU or driver.
+#include <gexec/cuda.hpp>
 #include <gexec/executor.hpp>
 #include <gexec/params.hpp>
 
@@ -14,7 +17,7 @@ int main() {
   });
   gexec::graph_builder b;
   b.output(b.op("add", "add_one", {b.input("x", {2})}, {{{2}}}));
-  gexec::basic_model m(b.build(), kernels);
+  gexec::basic_model<gexec::cuda_backends, gexec::pool_allocator, gexec::registry> m(b.build(), kernels);
   auto ex = m.instantiate();
 
   gexec::param_dict d;
