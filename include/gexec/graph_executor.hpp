@@ -488,6 +488,14 @@ class graph_executor {
         std::memset(data, 0, static_cast<std::size_t>(slot.bytes));
         return;
       }
+      bool done = false;  // by the device itself, where its backend can (a memset)
+      m.backends->visit(slot.device.device_type, [&](auto& b) {
+        if constexpr (requires { b.fill_zero(slot.device, data, slot.bytes); }) {
+          b.fill_zero(slot.device, data, slot.bytes);
+          done = true;
+        }
+      });
+      if (done) return;
       std::vector<std::uint8_t> zeros(static_cast<std::size_t>(slot.bytes));
       std::int64_t n = static_cast<std::int64_t>(slot.bytes);
       DLTensor from{zeros.data(), cpu(), 1, {kDLUInt, 8, 1}, &n, nullptr, 0};

@@ -262,6 +262,25 @@ TEST_CASE("TVM CUDA host code: each kernel's arguments, launch dimensions and sh
   }
 }
 
+TEST_CASE("fresh device storage is zeroed on the device, with no host round trip") {
+  gexec::graph_builder g;
+  auto a = g.input("a", {4096}, f32, gpu);
+  g.output(g.op("op", "fused_scale_shift", {a}, {{{4096}, f32, gpu}}));
+  gexec::model_options options = on({gexec::cpu(), gexec::cuda()});
+  options.zero_unset_inputs = true;  // "a" is never set: its storage must read as zeros
+  gexec::cuda_model m(g.build(), gexec::packed_c_abi(host_library()), {}, options);
+  const auto before = emu.active() ? emu.of(0) : emulator::stats{};
+  auto ex = m.instantiate();
+  ex.run();
+  const std::vector<float> got = output(ex, 0, {4096});
+  for (std::size_t i = 0; i < got.size(); i += 97) CHECK(got[i] == 0.5f);  // 0 * 2 + 0.5
+  if (emu.active()) {
+    const auto after = emu.of(0);
+    CHECK(after.memsets - before.memsets >= 2);  // the activation arena and the input
+    CHECK(after.h2d == before.h2d);
+  }
+}
+
 TEST_CASE("kernels from a fatbin run too") {
   auto m = single_op("fused_relu", {{300}}, {300}, gexec::load_module(GEXEC_CUDA_HOST_FATBIN));
   auto ex = m.instantiate();

@@ -26,6 +26,8 @@
 //     int free_workspace(DLDevice, void*, stream_type*) noexcept;
 //     void set_device(DLDevice);
 //     void* native_handle(stream_type&) noexcept;  // optional: the driver's queue (a CUstream)
+//     void fill_zero(DLDevice, void*, std::uint64_t bytes);  // optional: zeroes device memory, done
+//                                                           // on return (else: a copy of host zeros)
 //   };
 
 #include "../config.hpp"

@@ -217,6 +217,13 @@ class cuda_backend {
     free(d, p);
     return 0;
   }
+  /// Zeroes `bytes` of device memory, complete on return (fresh executor storage).
+  void fill_zero(DLDevice d, void* p, std::uint64_t bytes) {
+    cuda_driver& drv = current(d);
+    drv.check(drv.cuMemsetD8Async(reinterpret_cast<std::uintptr_t>(p), 0, static_cast<std::size_t>(bytes), nullptr),
+              "cuMemsetD8Async of " + std::to_string(bytes) + " bytes", d.device_id);
+    drv.check(drv.cuStreamSynchronize(nullptr), "zeroing device memory (cuStreamSynchronize)", d.device_id);
+  }
   /// Makes `d` current on this thread, as TVM's __tvm_set_device does.
   void set_device(DLDevice d) { current(d); }
 
