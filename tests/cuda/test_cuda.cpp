@@ -135,6 +135,22 @@ gexec::cuda_model single_op(const std::string& func, const std::vector<std::vect
   return gexec::cuda_model(g.build(), gexec::packed_c_abi(lib), {}, on(std::move(devices)));
 }
 
+/// Output 0 of a one-input model after setting input "a" and running `runs` times.
+std::vector<float> run_on(const gexec::cuda_model& m, const ndarray& a, std::vector<std::int64_t> out_shape, int runs = 1) {
+  auto ex = m.instantiate();
+  ex.set_input("a", a);
+  for (int r = 0; r < runs; ++r) ex.run();
+  return output(ex, 0, std::move(out_shape));
+}
+
+/// f of each element of `a`, computed on the host.
+template <class F>
+std::vector<float> each(const ndarray& a, F f) {
+  std::vector<float> v = values_of(a);
+  for (float& x : v) x = f(x);
+  return v;
+}
+
 }  // namespace
 
 TEST_CASE("the driver is found and names its devices") {
@@ -198,67 +214,38 @@ TEST_CASE("TVM CUDA host code: each kernel's arguments, launch dimensions and sh
     check_close(output(ex, 0, {1000}), want);
   }
   SUBCASE("scale_shift: float32 and float64, int64 and uint32 narrowed from 64-bit values") {
-    auto m = single_op("fused_scale_shift", {{777}}, {777});
-    auto ex = m.instantiate();
     ndarray a = host({777}, [](std::int64_t i) { return 0.1f * static_cast<float>(i) - 3.0f; });
-    ex.set_input("a", a);
-    ex.run();
-    std::vector<float> want(777);
-    for (int i = 0; i < 777; ++i) want[i] = values_of(a)[i] * 2.0f + 0.5f;
-    check_close(output(ex, 0, {777}), want);
+    check_close(run_on(single_op("fused_scale_shift", {{777}}, {777}), a, {777}), each(a, [](float x) { return x * 2.0f + 0.5f; }));
   }
   SUBCASE("transpose: tags in the order blockIdx.y, blockIdx.x, threadIdx.y, threadIdx.x") {
-    auto m = single_op("fused_transpose", {{37, 53}}, {53, 37});
-    auto ex = m.instantiate();
     ndarray a = host({37, 53}, [](std::int64_t i) { return static_cast<float>(i); });
-    ex.set_input("a", a);
-    ex.run();
     std::vector<float> want(37 * 53);
     for (int r = 0; r < 37; ++r)
       for (int c = 0; c < 53; ++c) want[c * 37 + r] = values_of(a)[r * 53 + c];
-    check_close(output(ex, 0, {53, 37}), want);
+    check_close(run_on(single_op("fused_transpose", {{37, 53}}, {53, 37}), a, {53, 37}), want);
   }
   SUBCASE("row_sum: dynamic shared memory after the launch dimensions") {
-    auto m = single_op("fused_row_sum", {{5, 300}}, {5});
-    auto ex = m.instantiate();
     ndarray a = host({5, 300}, [](std::int64_t i) { return static_cast<float>(i % 13) * 0.5f; });
-    ex.set_input("a", a);
-    ex.run();
     std::vector<float> want(5, 0.0f);
     for (int r = 0; r < 5; ++r)
       for (int c = 0; c < 300; ++c) want[r] += values_of(a)[r * 300 + c];
-    check_close(output(ex, 0, {5}), want, 1e-6f);
+    check_close(run_on(single_op("fused_row_sum", {{5, 300}}, {5}), a, {5}), want, 1e-6f);
   }
   SUBCASE("big_shared: 64 KiB of dynamic shared memory needs the kernel's limit raised") {
-    auto m = single_op("fused_big_shared", {{5000}}, {5000});
-    auto ex = m.instantiate();
     ndarray a = host({5000}, [](std::int64_t i) { return static_cast<float>(i) * 3.0f; });
-    ex.set_input("a", a);
-    ex.run();
     std::vector<float> want(5000);
     for (int i = 0; i < 5000; ++i) want[i] = values_of(a)[4999 - i];
-    check_close(output(ex, 0, {5000}), want);
+    check_close(run_on(single_op("fused_big_shared", {{5000}}, {5000}), a, {5000}), want);
     if (emu.active()) CHECK(emu.of(0).max_shared_bytes >= 65536);
   }
   SUBCASE("workspace: TVMBackendAllocWorkspace on the device, two launches using it") {
-    auto m = single_op("fused_workspace", {{4096}}, {4096});
-    auto ex = m.instantiate();
     ndarray a = host({4096}, [](std::int64_t i) { return static_cast<float>(i) - 100.0f; });
-    ex.set_input("a", a);
-    for (int run = 0; run < 3; ++run) ex.run();  // the pool serves later runs without allocating
-    std::vector<float> want(4096);
-    for (int i = 0; i < 4096; ++i) want[i] = 3.0f * values_of(a)[i];
-    check_close(output(ex, 0, {4096}), want);
+    // Three runs: the pool serves the later ones without allocating.
+    check_close(run_on(single_op("fused_workspace", {{4096}}, {4096}), a, {4096}, 3), each(a, [](float x) { return 3.0f * x; }));
   }
   SUBCASE("launch values <= 0 mean 1") {
-    auto m = single_op("fused_launch_zero_dims", {{200}}, {200});
-    auto ex = m.instantiate();
     ndarray a = host({200}, [](std::int64_t i) { return static_cast<float>(i) - 100.0f; });
-    ex.set_input("a", a);
-    ex.run();
-    std::vector<float> want(200);
-    for (int i = 0; i < 200; ++i) want[i] = std::max(0.0f, values_of(a)[i]);
-    check_close(output(ex, 0, {200}), want);
+    check_close(run_on(single_op("fused_launch_zero_dims", {{200}}, {200}), a, {200}), each(a, [](float x) { return std::max(0.0f, x); }));
   }
 }
 
@@ -282,14 +269,9 @@ TEST_CASE("fresh device storage is zeroed on the device, with no host round trip
 }
 
 TEST_CASE("kernels from a fatbin run too") {
-  auto m = single_op("fused_relu", {{300}}, {300}, gexec::load_module(GEXEC_CUDA_HOST_FATBIN));
-  auto ex = m.instantiate();
   ndarray a = host({300}, [](std::int64_t i) { return static_cast<float>(i) - 150.0f; });
-  ex.set_input("a", a);
-  ex.run();
-  std::vector<float> want(300);
-  for (int i = 0; i < 300; ++i) want[i] = std::max(0.0f, values_of(a)[i]);
-  check_close(output(ex, 0, {300}), want);
+  check_close(run_on(single_op("fused_relu", {{300}}, {300}, gexec::load_module(GEXEC_CUDA_HOST_FATBIN)), a, {300}),
+              each(a, [](float x) { return std::max(0.0f, x); }));
 }
 
 TEST_CASE("a heterogeneous graph: CUDA kernels, a CPU kernel between them, __copy both ways in order") {
