@@ -258,6 +258,28 @@ TEST_CASE("a data symbol whose size runs past the library's loaded segments is r
   check_loaded_modules_work();
 }
 
+TEST_CASE("a kernel library cut short is an io error naming the part past the end, not a crash") {
+  // The dynamic loader maps segments as the program headers describe them; a truncated
+  // file would leave pages past its end that kill the process with SIGBUS when touched.
+  const test::scratch_dir scratch("module_truncated");
+  std::ifstream in(GEXEC_TEST_KERNELS, std::ios::binary);
+  const std::string whole((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(whole.size() > 8192);
+  for (const std::size_t keep : {std::size_t{200}, std::size_t{1000}, std::size_t{4096}, whole.size() / 2}) {
+    CAPTURE(keep);
+    const fs::path cut = scratch.path / ("cut_" + std::to_string(keep) + ".so");
+    std::ofstream(cut, std::ios::binary).write(whole.data(), static_cast<std::streamsize>(keep));
+    auto e = error_of([&] { (void)gexec::load_module(cut); });
+    CHECK(e.code() == gexec::errc::io);
+    CHECK(contains(e, "cannot load kernel library " + cut.string() + ": the file is truncated: its "));
+    CHECK(contains(e, "the file has " + std::to_string(keep) + " bytes"));
+  }
+  // The whole file still loads.
+  const fs::path copy = scratch.path / "whole.so";
+  std::ofstream(copy, std::ios::binary).write(whole.data(), static_cast<std::streamsize>(whole.size()));
+  CHECK(gexec::load_module(copy));
+}
+
 TEST_CASE("a file that is not a kernel library is an io error saying why the loader refused it") {
   const test::scratch_dir scratch("module_files");
   const fs::path& dir = scratch.path;

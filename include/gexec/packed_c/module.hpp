@@ -37,6 +37,7 @@
 #include "../runtime.hpp"
 #include "../tvm_abi.hpp"
 #include "hooks.hpp"
+#include "elf_check.hpp"
 #include "loader.hpp"
 #include "module_blob.hpp"
 
@@ -222,6 +223,7 @@ inline module load_module(const std::filesystem::path& path) {
     throw error(errc::io, "cannot open kernel library " + path.string() + ": " + std::generic_category().message(err));
   }
   if (!S_ISREG(st.st_mode)) throw error(errc::io, "kernel library " + path.string() + " is " + detail::file_kind(st.st_mode) + ", not a regular file");
+  detail::check_elf_file(canonical.c_str(), path.string());
 
   auto state = std::make_shared<detail::module_state>();
   std::lock_guard g(detail::process_mutex());
