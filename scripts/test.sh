@@ -6,8 +6,10 @@
 #                  host-emulated driver included), and the fuzz targets over their seeds
 #   tsan           clang 14 with ThreadSanitizer, only the concurrency tests (CTest label tsan) and the emulated CUDA suite
 #   clang-release  clang 14, Release (-O3) as users build it: every test but conformance, packaging and compile-fail
-#   gcc            g++ 12, Release (-O3): every test, the TVM conformance suite, packaging and compile-fail tests included
-#   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core)
+#   gcc            g++ 12, Release (-O3): every test, the TVM conformance suite, packaging and compile-fail tests included,
+#                  and the Triton backend served by a real Triton server (label triton; PyPI's nvidia-pytriton wheel)
+#   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core), and
+#                  a conformance model served through Triton against in-process run()
 # gexec's own code (tests, tools, examples, benchmarks) builds with -Wall -Wextra, and
 # here with -Werror too (GEXEC_WARNINGS_AS_ERRORS=ON); users' builds get no -Werror.
 # ccache keeps rebuilds cheap when it is installed (scripts/deps.sh installs it).
@@ -70,7 +72,7 @@ clang_release_stage() {
 }
 
 gcc_stage() {
-  configure "$build" gcc g++ "${cuda[@]}"
+  configure "$build" gcc g++ "${cuda[@]}" -DGEXEC_BUILD_TRITON=ON
   cmake --build "$build" -j "$jobs"
   ctest --test-dir "$build" --output-on-failure -j "$jobs"
 }
@@ -88,6 +90,10 @@ bench_stage() {
   "$b/gexec_bench_branches"
   if [ -x "$b/gexec_bench_cuda" ]; then "$b/gexec_bench_cuda"; fi  # a GPU's figures; SKIPPED without one
   bash benchmarks/compile/run.sh
+  for model in resnet mlp; do  # a model whose run() dominates, and one whose serving does
+    python3 benchmarks/triton/bench_triton.py --env "$build/triton-env" --backend-dir "$build/triton/backends" \
+      --conformance "$build/conformance" --gexec-run "$build/tools/gexec-run" --model "$model"
+  done
 }
 
 stage deps bash scripts/deps.sh
