@@ -88,6 +88,9 @@ bench_stage() {
   "$b/gexec_bench_instances" $conformance
   "$b/gexec_bench_planner" $conformance
   "$b/gexec_bench_branches"
+  "$b/gexec_bench_load_graph"
+  bash benchmarks/load/callgrind.sh "$build"
+  "$b/gexec_bench_load_params" $conformance
   if [ -x "$b/gexec_bench_cuda" ]; then "$b/gexec_bench_cuda"; fi  # a GPU's figures; SKIPPED without one
   bash benchmarks/compile/run.sh
   for model in resnet mlp; do  # a model whose run() dominates, and one whose serving does

@@ -102,9 +102,90 @@ void check_graph_content(const gexec::graph& g) {
   CHECK(json::parse(g.metadata) == json::parse(R"({"signature": "anything"})"));
 }
 
+// Field for field: what the streaming reader must reproduce of the document reader.
+void check_same_graph(const gexec::graph& a, const gexec::graph& b) {
+  REQUIRE(a.nodes.size() == b.nodes.size());
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    CAPTURE(i);
+    const gexec::node& x = a.nodes[i];
+    const gexec::node& y = b.nodes[i];
+    CHECK(x.op == y.op);
+    CHECK(x.name == y.name);
+    CHECK(x.inputs == y.inputs);
+    CHECK(x.has_attrs == y.has_attrs);
+    CHECK(x.func_name == y.func_name);
+    CHECK(x.num_inputs == y.num_inputs);
+    CHECK(x.num_outputs == y.num_outputs);
+    CHECK(x.flatten_data == y.flatten_data);
+    CHECK(x.extra_attrs == y.extra_attrs);
+    CHECK(x.control_deps == y.control_deps);
+  }
+  CHECK(a.arg_nodes == b.arg_nodes);
+  CHECK(a.heads == b.heads);
+  CHECK(a.node_row_ptr == b.node_row_ptr);
+  CHECK(a.attrs.shape == b.attrs.shape);
+  REQUIRE(a.attrs.dltype.size() == b.attrs.dltype.size());
+  for (std::size_t e = 0; e < a.attrs.dltype.size(); ++e) CHECK(gexec::same_dtype(a.attrs.dltype[e], b.attrs.dltype[e]));
+  CHECK(a.attrs.storage_id == b.attrs.storage_id);
+  CHECK(a.attrs.device_index == b.attrs.device_index);
+  CHECK(a.attrs.storage_scope == b.attrs.storage_scope);
+  CHECK(a.metadata == b.metadata);
+}
+
 }  // namespace
 
 TEST_CASE("parse_graph reads every element of TVM's schema") { check_graph_content(gexec::parse_graph(kGraph)); }
+
+TEST_CASE("the streaming reader gives the document reader's graph, or gives up and leaves the text to it") {
+  // Without "metadata" (which the streaming reader leaves to the document reader), every
+  // element of the schema is read in the one streaming pass.
+  json::value doc = json::parse(kGraph);
+  erase_key(doc, "metadata");
+  erase_key(doc, "after_metadata");
+  const std::string plain = json::serialize(doc);
+  std::string escaped = plain;  // strings and keys with escapes: the parser hands them over in parts
+  escaped.replace(escaped.find("\"dense\""), 7, "\"d\\u0065nse\\/x\"");
+  escaped.replace(escaped.find("\"hash\""), 6, "\"h\\u0061sh\"");
+  const std::string two_element_entries = R"({"nodes": [{"op": "null", "name": "x", "inputs": []},
+      {"op": "tvm_op", "name": "y", "inputs": [[0, 0]], "attrs": {"flatten_data": "0", "func_name": "f", "num_outputs": "1",
+       "num_inputs": "1", "extra": "\u00e9"}}],
+      "attrs": {"shape": ["list_shape", [[], [0, 9223372036854775807]]], "storage_id": ["list_int", [0, 1]],
+                "dltype": ["list_str", ["int8", "bool"]], "other": ["size_t", "anything"], "more": ["list_int", [[1], 2.5, null, true]]},
+      "heads": [[1, 0]], "arg_nodes": [0], "node_row_ptr": [0, 1, 2]})";
+  for (const std::string& text : {plain, escaped, two_element_entries}) {
+    CAPTURE(text);
+    gexec::graph streamed;
+    REQUIRE(gexec::detail::read_graph_stream(text, streamed));
+    check_same_graph(streamed, gexec::detail::read_graph_document(text));
+    check_same_graph(gexec::parse_graph(text), streamed);
+  }
+  gexec::graph escaped_graph;
+  REQUIRE(gexec::detail::read_graph_stream(escaped, escaped_graph));
+  CHECK(escaped_graph.nodes[2].name == "dense/x");
+  CHECK(escaped_graph.nodes[2].extra_attrs[0].first == "hash");
+
+  // What the streaming reader leaves to the document reader, accepted or not.
+  gexec::graph ignored;
+  CHECK_FALSE(gexec::detail::read_graph_stream(kGraph, ignored));  // "metadata"
+  check_graph_content(gexec::parse_graph(kGraph));
+  const std::string given_up[] = {
+      "", "[]", "5", plain + " x", plain.substr(0, plain.size() / 2),
+      R"({"nodes": [], "arg_nodes": [], "heads": [], "node_row_ptr": [0], "attrs": {"shape": ["list_shape", []],
+          "dltype": ["list_str", []], "storage_id": ["list_int", []], "obj": ["list_int", {"a": 1, "a": 2}]}})",
+      R"({"nodes": [{"op": "null", "name": "x", "inputs": [], "attrs": {"func_name": "", "num_inputs": "0",
+          "num_outputs": "1", "flatten_data": "0"}, "attr": {"func_name": "", "num_inputs": "0", "num_outputs": "1",
+          "flatten_data": "0"}}], "arg_nodes": [0], "heads": [], "node_row_ptr": [0, 1],
+          "attrs": {"shape": ["list_shape", [[1]]], "dltype": ["list_str", ["float32"]], "storage_id": ["list_int", [0]]}})",
+  };
+  for (const std::string& text : given_up) {
+    CAPTURE(text);
+    gexec::graph g;
+    CHECK_FALSE(gexec::detail::read_graph_stream(text, g));
+  }
+  // Objects the streaming reader skips are the document reader's to accept or refuse.
+  CHECK_NOTHROW((void)gexec::detail::read_graph_document(given_up[6]));
+  CHECK_THROWS_AS((void)gexec::detail::read_graph_document(given_up[5]), gexec::error);
+}
 
 TEST_CASE("to_json writes a graph that parses back to the same content") {
   gexec::graph g = gexec::parse_graph(kGraph);
@@ -222,6 +303,16 @@ TEST_CASE("malformed graphs are rejected with the JSON path and the offending va
     json::value doc = json::parse(kGraph);
     c.mutate(doc);
     std::string text = json::serialize(doc);
+    // The streaming reader gives up on what the document reader refuses, or (errors
+    // found by validation) reads the same graph; "metadata" would stop it at once.
+    if (doc.is_object() && doc.as_object().contains("metadata")) {
+      json::value without = doc;
+      erase_key(without, "metadata");
+      erase_key(without, "after_metadata");
+      const std::string plain = json::serialize(without);
+      gexec::graph streamed;
+      if (gexec::detail::read_graph_stream(plain, streamed)) check_same_graph(streamed, gexec::detail::read_graph_document(plain));
+    }
     try {
       (void)gexec::parse_graph(text);
       FAIL("accepted a malformed graph");

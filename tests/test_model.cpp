@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -336,4 +337,94 @@ TEST_CASE("every failure to read a model's files is a gexec::error naming the fi
       CHECK(contains(e, "cannot open parameter file " + locked.string() + ": Permission denied"));
     }
   }
+}
+
+TEST_CASE("load_params_file reads into the executor's own memory: fresh, then in place") {
+  scratch_dir dir("load_in_place");
+  const auto params_file = dir.path / "params.bin";
+  const auto params = weights();
+  gexec::save_param_dict_file(params, params_file);
+  const auto x = ramp(-1.0f, 0.01f);
+  for (auto make : {std::function<gexec::graph_executor<>()>([] { return gexec::create(weighted_graph(), kernels()); }),
+                    std::function<gexec::graph_executor<>()>([&] { return gexec::model(weighted_graph(), kernels(), weights()).instantiate(); })}) {
+    auto ex = make();
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> calls;
+    ex.load_params_file(params_file, [&](std::uint64_t done, std::uint64_t total) { calls.emplace_back(done, total); });
+    REQUIRE(!calls.empty());
+    CHECK(calls.back().first == std::filesystem::file_size(params_file));
+    CHECK(calls.back().second == std::filesystem::file_size(params_file));
+    for (std::size_t i = 1; i < calls.size(); ++i) CHECK(calls[i].first > calls[i - 1].first);
+    ex.set_input("x", tensor({kN}, x));
+    ex.run();
+    CHECK(values_of(ex.get_output(0)) == expected(x, params));
+    CHECK(values_of(ex.get_input("w")) == values_of(params.at("w")));
+    // A second load overwrites the same memory.
+    const void* w_at = ex.get_input("w").data();
+    gexec::param_dict other;
+    other.set("w", tensor({kN}, ramp(3.0f, 0.5f)));
+    other.set("v", tensor({kN}, ramp(1.0f, 0.0f)));
+    other.set("not_an_input", tensor({2}, {1, 2}));
+    gexec::save_param_dict_file(other, params_file, {.align = 64});
+    ex.load_params_file(params_file);
+    CHECK(ex.get_input("w").data() == w_at);
+    ex.run();
+    CHECK(values_of(ex.get_output(0)) == expected(x, other));
+    // A malformed file, or one whose tensor does not fit, changes nothing.
+    gexec::param_dict bad;
+    bad.set("w", tensor({kN}, ramp(100.0f, 0.0f)));
+    bad.set("v", tensor({3}, {0, 0, 0}));
+    gexec::save_param_dict_file(bad, params_file);
+    auto e = error_of([&] { ex.load_params_file(params_file); });
+    CHECK(e.code() == gexec::errc::shape_mismatch);
+    CHECK(contains(e, "load_params \"v\""));
+    auto blob = gexec::save_param_dict(weights());
+    blob.resize(blob.size() - 1);
+    std::ofstream(params_file, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(blob.data()), static_cast<std::streamsize>(blob.size()));
+    CHECK(error_of([&] { ex.load_params_file(params_file); }).code() == gexec::errc::invalid_params);
+    ex.run();
+    CHECK(values_of(ex.get_output(0)) == expected(x, other));
+    gexec::save_param_dict_file(params, params_file);
+  }
+}
+
+TEST_CASE("model::load reports progress over the graph and parameter files together") {
+  scratch_dir dir("load_progress");
+  const auto graph_file = dir.path / "graph.json", params_file = dir.path / "params.bin";
+  std::ofstream(graph_file) << gexec::to_json(weighted_graph());
+  gexec::save_param_dict_file(weights(), params_file);
+  const std::uint64_t total = std::filesystem::file_size(graph_file) + std::filesystem::file_size(params_file);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> calls;
+  gexec::model_options options;
+  options.progress = [&](std::uint64_t done, std::uint64_t all) { calls.emplace_back(done, all); };
+  const auto m = gexec::model::load(graph_file, GEXEC_TEST_KERNELS, params_file, options);
+  CHECK(m.param_bytes() == 2 * kN * 4);
+  REQUIRE(calls.size() >= 2);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    CHECK(calls[i].second == total);
+    if (i) CHECK(calls[i].first >= calls[i - 1].first);
+  }
+  CHECK(calls.front().first == std::filesystem::file_size(graph_file));  // the graph, read whole
+  CHECK(calls.back().first == total);
+  // load_graph_file on its own.
+  calls.clear();
+  (void)gexec::load_graph_file(graph_file, [&](std::uint64_t done, std::uint64_t all) { calls.emplace_back(done, all); });
+  REQUIRE(!calls.empty());
+  CHECK(calls.back() == std::pair<std::uint64_t, std::uint64_t>(std::filesystem::file_size(graph_file), std::filesystem::file_size(graph_file)));
+}
+
+TEST_CASE("a single-file library's parameters are held once: the factory's are the model's") {
+  gexec::factory f = gexec::load_factory(GEXEC_TEST_FACTORY);
+  const gexec::model m = f.get_model();
+  REQUIRE(f.params().size() == 2);
+  for (const auto& item : f.params()) {
+    CAPTURE(item.first);
+    REQUIRE(m.param(item.first).defined());
+    CHECK(m.param(item.first).data() == item.second.data());
+  }
+  std::uint64_t bytes = 0;
+  for (const auto& [name, value] : f.params()) bytes += value.byte_size();
+  CHECK(m.param_bytes() == bytes);
+  // And an executor reads them in place.
+  auto ex = f.create();
+  for (const auto& [name, value] : f.params()) CHECK(ex.get_input(name).data() == value.data());
 }

@@ -558,3 +558,163 @@ TEST_CASE("copy mode reads tensors of any size and alignment straight from the f
     CHECK(mentions(e, "truncated"));
   }
 }
+
+namespace {
+
+// Odd-length names and element sizes of 1, 2, 4 and 8 bytes: in TVM's layout, data
+// after the first name lands at offsets no element size divides.
+gexec::param_dict odd_dict() {
+  gexec::param_dict d;
+  auto fill = [](gexec::ndarray a, int seed) {
+    auto* p = static_cast<std::uint8_t*>(a.data());
+    for (std::uint64_t i = 0; i < a.byte_size(); ++i) p[i] = static_cast<std::uint8_t>(seed * 31 + i * 7);
+    return a;
+  };
+  d.set("a", fill(gexec::ndarray::empty({3}, gexec::dtypes::int8), 1));
+  d.set("bbb", fill(gexec::ndarray::empty({5, 7}, gexec::dtypes::float32), 2));
+  d.set("c", fill(gexec::ndarray::empty({9}, gexec::dtypes::float16), 3));
+  d.set("ddddd", fill(gexec::ndarray::empty({4, 3}, gexec::dtypes::float64), 4));
+  d.set("e", fill(gexec::ndarray::empty({0}, gexec::dtypes::float32), 5));
+  d.set("fff", fill(gexec::ndarray::empty({1000}, gexec::dtypes::int32), 6));
+  return d;
+}
+
+bool same_bytes(const gexec::ndarray& a, const gexec::ndarray& b) {
+  return a.dtype().code == b.dtype().code && a.dtype().bits == b.dtype().bits &&
+         std::vector<std::int64_t>(a.shape().begin(), a.shape().end()) == std::vector<std::int64_t>(b.shape().begin(), b.shape().end()) &&
+         a.byte_size() == b.byte_size() && (a.byte_size() == 0 || std::memcmp(a.data(), b.data(), a.byte_size()) == 0);
+}
+
+void check_same_dict(const gexec::param_dict& got, const gexec::param_dict& want) {
+  REQUIRE(got.size() == want.size());
+  auto it = got.begin();
+  for (const auto& [name, a] : want) {
+    CHECK(it->first == name);
+    CHECK(same_bytes(it->second, a));
+    ++it;
+  }
+}
+
+// TVM's reader, as plain as the format: names, then records, nothing dropped. Returns
+// name -> (data offset, byte size).
+std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>> walk_tvm_blob(std::span<const std::byte> b) {
+  std::size_t at = 0;
+  auto u64 = [&] {
+    std::uint64_t v;
+    REQUIRE(at + 8 <= b.size());
+    std::memcpy(&v, b.data() + at, 8);
+    at += 8;
+    return v;
+  };
+  REQUIRE(u64() == param_list_magic_bytes);
+  (void)u64();
+  std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>> out(u64());
+  for (auto& [name, where] : out) {
+    const auto n = u64();
+    name.assign(reinterpret_cast<const char*>(b.data() + at), n);
+    at += n;
+  }
+  REQUIRE(u64() == out.size());
+  for (auto& [name, where] : out) {
+    REQUIRE(u64() == tensor_magic_bytes);
+    (void)u64();
+    (void)u64();  // device
+    std::int32_t ndim;
+    std::memcpy(&ndim, b.data() + at, 4);
+    at += 8;  // ndim, dtype
+    at += 8 * static_cast<std::size_t>(ndim);
+    const auto bytes = u64();
+    where = {at, static_cast<std::size_t>(bytes)};
+    at += bytes;
+  }
+  CHECK(at == b.size());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("save_options::align writes blobs TVM reads whose tensors all map without a copy") {
+  const gexec::param_dict d = odd_dict();
+  // TVM's layout: most data lands misaligned, and mmap copies those tensors.
+  const auto plain_path = temp_file("odd_plain", gexec::save_param_dict(d));
+  {
+    const gexec::param_dict m = gexec::load_param_dict_file(plain_path, gexec::load_mode::mmap);
+    check_same_dict(m, d);
+    REQUIRE(!m.mapped_range().empty());
+    std::size_t copies = 0;
+    for (const auto& [name, a] : m) copies += m.is_mapped(a) ? 0 : 1;
+    CHECK(copies >= 3);
+  }
+  for (std::size_t align : {std::size_t{8}, std::size_t{64}, std::size_t{4096}}) {
+    CAPTURE(align);
+    const auto blob = gexec::save_param_dict(d, {.align = align});
+    // The plain format: every record readable, padding tensors under reserved names,
+    // every real tensor's data at a multiple of `align`.
+    std::size_t pads = 0;
+    for (const auto& [name, where] : walk_tvm_blob(blob)) {
+      if (name.starts_with("__gexec_pad_")) {
+        ++pads;
+        continue;
+      }
+      CHECK(where.first % align == 0);
+    }
+    CHECK(pads > 0);
+    check_same_dict(gexec::load_param_dict(blob), d);  // padding dropped
+    CHECK(gexec::detail::read_param_names(blob).size() == d.size());
+    const auto path = temp_file("odd_aligned", blob);
+    const gexec::param_dict m = gexec::load_param_dict_file(path, gexec::load_mode::mmap);
+    check_same_dict(m, d);
+    for (const auto& item : m) {
+      CAPTURE(item.first);
+      const gexec::ndarray& a = item.second;
+      CHECK(m.is_mapped(a));
+      CHECK(reinterpret_cast<std::uintptr_t>(a.data()) % align == 0);
+    }
+    check_same_dict(gexec::load_param_dict_file(path), d);
+    // Saved again, the blob is the same: the padding is the writer's, not the dict's.
+    CHECK(gexec::save_param_dict(gexec::load_param_dict(blob), {.align = align}) == blob);
+    std::filesystem::remove(path);
+  }
+  // A blob that is already aligned gets no padding: 32 bytes of counts, 8 + 8 of name,
+  // 48 of record header put the data at 96.
+  gexec::param_dict one;
+  one.set("wwwwwwww", gexec::ndarray::empty({16}, gexec::dtypes::float32));
+  CHECK(gexec::save_param_dict(one, {.align = 16}) == gexec::save_param_dict(one));
+  std::filesystem::remove(plain_path);
+}
+
+TEST_CASE("padding names are reserved and alignments must be powers of two") {
+  gexec::param_dict d;
+  d.set("__gexec_pad_0", gexec::ndarray::empty({1}, gexec::dtypes::uint8));
+  auto e = test::error_of([&] { (void)gexec::save_param_dict(d); });
+  CHECK(e.code() == gexec::errc::invalid_argument);
+  CHECK(test::contains(e, "reserved for padding"));
+  CHECK(test::error_of([&] { (void)gexec::save_param_dict(odd_dict(), {.align = 48}); }).code() == gexec::errc::invalid_argument);
+}
+
+TEST_CASE("load_param_dict_file tells a progress callback of the bytes read, up to the file's size") {
+  // Large enough for several reports: 40 MiB in 5 tensors.
+  gexec::param_dict d;
+  for (int i = 0; i < 5; ++i) {
+    auto a = gexec::ndarray::empty({2 << 20}, gexec::dtypes::float32);
+    std::memset(a.data(), i + 1, a.byte_size());
+    d.set("t" + std::to_string(i), std::move(a));
+  }
+  const auto path = temp_file("progress", gexec::save_param_dict(d));
+  const auto size = std::filesystem::file_size(path);
+  for (auto mode : {gexec::load_mode::copy, gexec::load_mode::mmap}) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> calls;
+    const gexec::param_dict got = gexec::load_param_dict_file(path, mode, [&](std::uint64_t done, std::uint64_t total) { calls.emplace_back(done, total); });
+    check_same_dict(got, d);
+    REQUIRE(calls.size() >= 2);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      CHECK(calls[i].second == size);
+      if (i) CHECK(calls[i].first > calls[i - 1].first);
+    }
+    CHECK(calls.back().first == size);
+  }
+  // The plain overloads are still there.
+  check_same_dict(gexec::load_param_dict_file(path), d);
+  check_same_dict(gexec::load_param_dict_file(path, gexec::load_progress()), d);
+  std::filesystem::remove(path);
+}

@@ -152,7 +152,54 @@ class graph_executor {
   }
   void load_params(std::span<const std::byte> blob) { load_params(load_param_dict(blob)); }
   void load_params(std::string_view blob) { load_params(load_param_dict(blob)); }
-  void load_params_file(const std::filesystem::path& path) { load_params(load_param_dict_file(path, load_mode::copy)); }
+  /// Reads each parameter of the file that names a host input straight into this
+  /// executor's own memory for it (memory it already has is overwritten in place, fresh
+  /// memory is not zeroed first): one pass over the data. Every record is read and
+  /// checked before any data is: a malformed file changes nothing. Only a file that
+  /// changes while being read (errc::io) can leave some parameters loaded and others not.
+  void load_params_file(const std::filesystem::path& path, const load_progress& progress = {}) {
+    const bool done = [&] {
+      busy_guard g(self(), "load_params_file");
+      const detail::param_file file(path);
+      std::vector<std::pair<std::uint32_t, const detail::param_record*>> todo;
+      for (const detail::param_record& r : file.records()) {
+        const int index = get_input_index(r.name);
+        if (index < 0) continue;
+        const std::uint32_t eid = input_entry(index);
+        // Checked as load_params checks a tensor: dtype and shape (the data is not read).
+        alignas(64) static std::byte placeholder;
+        detail::tensor_header h = r.header;
+        check_tensor("load_params", r.name, eid, ndarray::view(h.over(&placeholder), nullptr), false);
+        todo.emplace_back(eid, &r);
+      }
+      const model_state& m = model();
+      for (auto [eid, r] : todo)
+        if (m.plan.storage[m.storage_of(eid)].device.device_type != kDLCPU) return false;  // through host copies, below
+      // Fresh storage is left unzeroed only where the tensor covers all of it.
+      std::vector<std::size_t> unzeroed;
+      for (auto [eid, r] : todo) {
+        const std::size_t sid = m.storage_of(eid);
+        const bool covers = m.plan.storage[sid].bytes == r->header.bytes && m.input_roots_begin[sid + 1] - m.input_roots_begin[sid] == 1;
+        if (covers && !self().storage[sid]) unzeroed.push_back(sid);
+        reserve_own(eid, !covers);  // may throw: before anything changes
+      }
+      detail::progress_sink sink(&progress, file.size());
+      try {
+        for (auto [eid, r] : todo) {
+          make_own(eid);
+          file.read(*r, self().plan.entries[eid].data, &sink);
+          self().is_param[input_of(eid)] = true;
+          self().mark_set(input_of(eid));
+        }
+      } catch (...) {  // nothing reads memory no one wrote
+        for (std::size_t sid : unzeroed) std::memset(self().storage[sid].get(), 0, static_cast<std::size_t>(m.plan.storage[sid].bytes));
+        throw;
+      }
+      sink.report(file.size());
+      return true;
+    }();
+    if (!done) load_params(load_param_dict_file(path, load_mode::copy, progress));
+  }
 
   /// Makes this executor read `other`'s memory for the parameters named in `blob` (only
   /// the names are read); takes no memory of its own for them. The memory stays valid
@@ -902,7 +949,8 @@ class graph_executor {
 
   /// Allocates the executor's own memory for `eid`'s storage id, if it has none yet.
   /// Input storage is made only when something needs it; it starts zeroed.
-  std::shared_ptr<void>& reserve_own(std::uint32_t eid) const {
+  /// `zeroed` false: the caller overwrites all of it at once (load_params_file).
+  std::shared_ptr<void>& reserve_own(std::uint32_t eid, bool zeroed = true) const {
     const model_state& m = model();
     instance& s = self();
     const std::size_t sid = m.storage_of(eid);
@@ -913,7 +961,7 @@ class graph_executor {
     const std::uint64_t size[1] = {slot.bytes};
     buffer = std::move(s.allocate(m, slot.device, size)[0]);
     s.own_bytes += slot.bytes;
-    s.zero(m, buffer.get(), slot);
+    if (zeroed) s.zero(m, buffer.get(), slot);
     // Groups on this storage id that use the executor's memory now have it.
     for (std::uint32_t i = m.input_roots_begin[sid]; i < m.input_roots_begin[sid + 1]; ++i) {
       const std::uint32_t root = m.input_roots[i];

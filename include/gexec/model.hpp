@@ -34,6 +34,7 @@
 #include "fwd.hpp"
 #include "graph/data.hpp"
 #include "graph_executor.hpp"
+#include "load_progress.hpp"
 #include "params.hpp"
 #include "runtime.hpp"
 
@@ -54,6 +55,9 @@ struct model_options {
   std::uint64_t max_workspace_bytes = 0;
   /// run() with an input no one gave a value is an error; true runs it as zeros.
   bool zero_unset_inputs = false;
+  /// model::load(graph_file, library, params_file) hears of the bytes of the graph and
+  /// parameter files read so far, of both together (see load_progress).
+  load_progress progress = {};
 };
 
 namespace detail {

@@ -2,6 +2,15 @@
 // Parameter blobs: TVM's NDArray-list format (tvm.runtime.save_param_dict), read and
 // written bit for bit. Reading copies the tensors (the default) or, from a file, maps it
 // and hands out views that keep the mapping alive (load_mode::mmap: read its limits).
+//
+// Aligned blobs. TVM's format has no padding: a tensor's data starts wherever the names
+// and records before it end, so a map of the file can hand out views only by chance.
+// save_param_dict(dict, {.align = 64}) puts, before each tensor whose data would start
+// at a misaligned offset, a uint8 tensor named "__gexec_pad_<i>" (i: the tensor's index
+// in the dict) whose length moves that data to a multiple of `align`. TVM reads such a
+// blob as it is (load_param_dict returns the pads too; a graph executor ignores names
+// that are not graph inputs); gexec's readers drop every name that starts with
+// "__gexec_pad_", and its writers refuse such names in a dict.
 
 #include "config.hpp"
 
@@ -20,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -32,11 +42,18 @@
 #include "detail/aligned_memory.hpp"
 #include "detail/byte_io.hpp"
 #include "detail/shape.hpp"
+#include "load_progress.hpp"
 #include "ndarray.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 
+namespace detail {
+struct param_dict_access;
+}
+
 inline constexpr std::uint64_t param_list_magic = 0xF7E58D4F05049CB7ULL;
+/// Names that start with this are padding (see the top of this header): readers drop them.
+inline constexpr std::string_view param_pad_prefix = "__gexec_pad_";
 inline constexpr std::uint64_t tensor_magic = 0xDD5E40F096B4A13FULL;
 
 /// Name -> tensor, in insertion order (so a blob read and written back is identical).
@@ -67,9 +84,21 @@ class param_dict {
   [[nodiscard]] auto begin() const noexcept { return items_.begin(); }
   [[nodiscard]] auto end() const noexcept { return items_.end(); }
 
+  /// The addresses of the file mapping that a load_mode::mmap load read (empty otherwise):
+  /// a tensor whose data() lies inside is a view of the file, any other one a copy. Only
+  /// an address range: the mapping lives as long as a tensor viewing it, not the dict.
+  [[nodiscard]] std::span<const std::byte> mapped_range() const noexcept { return mapped_; }
+  /// Whether `a`'s data lies in mapped_range(): a view of the mapped file, not a copy.
+  [[nodiscard]] bool is_mapped(const ndarray& a) const noexcept {
+    const auto* p = static_cast<const std::byte*>(a.data());
+    return !mapped_.empty() && std::less_equal<>()(mapped_.data(), p) && std::less<>()(p, mapped_.data() + mapped_.size());
+  }
+
  private:
+  friend struct detail::param_dict_access;
   std::vector<value_type> items_;
   std::unordered_map<std::string, std::size_t> index_;
+  std::span<const std::byte> mapped_;
 };
 
 /// How load_param_dict_file reads a file. Copy is the default everywhere in gexec
@@ -138,6 +167,7 @@ class mapped_file {
   [[nodiscard]] std::span<const std::byte> bytes() const noexcept {
     return {static_cast<const std::byte*>(address_), address_ ? size_ : 0};
   }
+  [[nodiscard]] const regular_file& file() const noexcept { return file_; }
 
  private:
   regular_file file_;
@@ -163,11 +193,20 @@ ndarray allocate_tensor(const Reader& in, std::vector<std::int64_t>& shape, DLDa
   return ndarray::view(t, std::move(storage));
 }
 
-/// Reads one tensor record from a byte_reader or a file_reader. With `keepalive` set (a
-/// byte_reader only), the tensor views the reader's bytes (which `keepalive` owns) where
-/// they are aligned for it; otherwise it owns a copy.
+/// A tensor record up to its data: what the data will be, checked.
+struct tensor_header {
+  std::vector<std::int64_t> shape;
+  DLDataType dtype{};
+  std::uint64_t bytes = 0;
+
+  /// A DLTensor of this shape and dtype over `data`, valid while the header lives.
+  [[nodiscard]] DLTensor over(void* data) { return {data, cpu(), static_cast<std::int32_t>(shape.size()), dtype, shape.data(), nullptr, 0}; }
+};
+
+/// Reads a tensor record up to its data from a byte_reader or a file_reader, and checks
+/// that the reader holds that much data (before anyone allocates for it).
 template <class Reader>
-ndarray read_tensor_record(Reader& in, const std::shared_ptr<const void>& keepalive) {
+tensor_header read_tensor_header(Reader& in) {
   auto magic = in.template read<std::uint64_t>("tensor magic");
   if (magic != tensor_magic) {
     char hex[19];
@@ -179,49 +218,62 @@ ndarray read_tensor_record(Reader& in, const std::shared_ptr<const void>& keepal
   (void)in.template read<std::int32_t>("device id");
   if (device_type != kDLCPU) in.fail("device type " + std::to_string(device_type) + " (saved tensors are always on the CPU)");
   auto ndim = in.template read<std::int32_t>("ndim");
-  DLDataType dtype;
-  dtype.code = in.template read<std::uint8_t>("dtype code");
-  dtype.bits = in.template read<std::uint8_t>("dtype bits");
-  dtype.lanes = in.template read<std::uint16_t>("dtype lanes");
+  tensor_header h;
+  h.dtype.code = in.template read<std::uint8_t>("dtype code");
+  h.dtype.bits = in.template read<std::uint8_t>("dtype bits");
+  h.dtype.lanes = in.template read<std::uint16_t>("dtype lanes");
   if (ndim < 0) in.fail("negative ndim " + std::to_string(ndim));
   if (static_cast<std::uint64_t>(ndim) > in.remaining() / sizeof(std::int64_t))
     in.fail("truncated: ndim " + std::to_string(ndim) + " needs more shape bytes than the " +
             std::to_string(in.remaining()) + " left");
   if (ndim > max_ndim) in.fail("ndim " + std::to_string(ndim) + " exceeds gexec's limit of " + std::to_string(max_ndim));
-  if (dtype.lanes != 1) in.fail("dtype " + to_string(dtype) + " has " + std::to_string(dtype.lanes) + " lanes; saved tensors have 1");
-  if (!is_supported(dtype))
-    in.fail("unsupported dtype (code " + std::to_string(dtype.code) + ", bits " + std::to_string(dtype.bits) + ")");
-  std::vector<std::int64_t> shape(static_cast<std::size_t>(ndim));
-  for (auto& d : shape) d = in.template read<std::int64_t>("shape");
-  auto bytes = checked_byte_size(shape, dtype);
-  if (!bytes) in.fail("shape " + shape_to_string(shape) + " is negative or overflows");
+  if (h.dtype.lanes != 1) in.fail("dtype " + to_string(h.dtype) + " has " + std::to_string(h.dtype.lanes) + " lanes; saved tensors have 1");
+  if (!is_supported(h.dtype))
+    in.fail("unsupported dtype (code " + std::to_string(h.dtype.code) + ", bits " + std::to_string(h.dtype.bits) + ")");
+  h.shape.resize(static_cast<std::size_t>(ndim));
+  for (auto& d : h.shape) d = in.template read<std::int64_t>("shape");
+  auto bytes = checked_byte_size(h.shape, h.dtype);
+  if (!bytes) in.fail("shape " + shape_to_string(h.shape) + " is negative or overflows");
   auto byte_size = in.template read<std::int64_t>("byte size");
   if (byte_size < 0 || static_cast<std::uint64_t>(byte_size) != *bytes)
-    in.fail("byte size " + std::to_string(byte_size) + " disagrees with shape " + shape_to_string(shape) + " of " +
-            to_string(dtype) + " (" + std::to_string(*bytes) + " bytes)");
+    in.fail("byte size " + std::to_string(byte_size) + " disagrees with shape " + shape_to_string(h.shape) + " of " +
+            to_string(h.dtype) + " (" + std::to_string(*bytes) + " bytes)");
   // The size comes from the input: check that the input has it before allocating for it.
   in.require(*bytes, "tensor data");
+  h.bytes = *bytes;
+  return h;
+}
+
+/// Whether a view of data at `at` may stand for a tensor of `dtype`: its elements are
+/// naturally aligned there.
+inline bool can_view(const void* at, DLDataType dtype) noexcept {
+  const auto natural = std::min<std::uint64_t>(element_bytes(dtype), 8);
+  return reinterpret_cast<std::uintptr_t>(at) % natural == 0;
+}
+
+/// Reads one tensor record from a byte_reader or a file_reader into a tensor that owns
+/// a copy of its data; with `keepalive` set (a byte_reader only), the tensor views the
+/// reader's bytes (which `keepalive` owns) where they are aligned for it.
+template <class Reader>
+ndarray read_tensor_record(Reader& in, const std::shared_ptr<const void>& keepalive) {
+  tensor_header h = read_tensor_header(in);
   if constexpr (std::is_same_v<Reader, byte_reader>) {
-    // A view needs its elements naturally aligned; where the file's layout puts them
-    // elsewhere (names of odd lengths shift everything after them), copy instead.
-    const auto natural = std::min<std::uint64_t>(element_bytes(dtype), 8);
-    const auto at = reinterpret_cast<std::uintptr_t>(in.data().data() + in.position());
-    if (keepalive && at % natural == 0) {
-      auto data = in.bytes(*bytes, "tensor data");
-      DLTensor t{const_cast<std::byte*>(data.data()), cpu(), ndim, dtype, shape.data(), nullptr, 0};
-      return ndarray::view(t, keepalive);
+    // Names of odd lengths shift everything after them: where the data is misaligned
+    // for its elements, copy instead.
+    if (keepalive && can_view(in.data().data() + in.position(), h.dtype)) {
+      auto data = in.bytes(h.bytes, "tensor data");
+      return ndarray::view(h.over(const_cast<std::byte*>(data.data())), keepalive);
     }
   }
-  ndarray a = allocate_tensor(in, shape, dtype, *bytes);
-  in.read_into(a.data(), *bytes, "tensor data");
+  ndarray a = allocate_tensor(in, h.shape, h.dtype, h.bytes);
+  in.read_into(a.data(), h.bytes, "tensor data");
   return a;
 }
 
-/// Reads `names` then the tensors, the order of a parameter blob, from a byte_reader or
-/// a file_reader. The header (magic, then the name count against the bytes left) is
-/// checked before anything else is read.
+/// Reads the header of a parameter list: the magic, then the names (checked against the
+/// bytes left before anything is reserved for them), then the tensor count.
 template <class Reader>
-param_dict read_param_list(Reader& in, const std::shared_ptr<const void>& keepalive) {
+std::vector<std::string> read_param_names_of(Reader& in) {
   in.set_context("header");
   if (auto magic = in.template read<std::uint64_t>("magic"); magic != param_list_magic)
     in.fail("not a parameter blob (bad magic)");
@@ -233,23 +285,60 @@ param_dict read_param_list(Reader& in, const std::shared_ptr<const void>& keepal
   auto n_tensors = in.template read<std::uint64_t>("tensor count");
   if (n_tensors != n_names)
     in.fail("tensor count " + std::to_string(n_tensors) + " differs from the name count " + std::to_string(n_names));
+  return names;
+}
+
+inline bool is_pad_name(std::string_view name) noexcept { return name.starts_with(param_pad_prefix); }
+
+/// Reads a parameter list from a byte_reader or a file_reader: per tensor, `read(in,
+/// header)` takes the data (which is checked to be there) and returns the tensor.
+/// Padding tensors are checked and stepped over.
+template <class Reader, class ReadData>
+param_dict read_param_list(Reader& in, ReadData&& read, progress_sink* progress = nullptr) {
+  std::vector<std::string> names = read_param_names_of(in);
   param_dict dict;
   for (std::size_t i = 0; i < names.size(); ++i) {
     in.set_context("tensor " + std::to_string(i) + " (\"" + names[i] + "\")");
     if (dict.contains(names[i])) in.fail("duplicate parameter name");
-    dict.set(names[i], read_tensor_record(in, keepalive));
+    tensor_header h = read_tensor_header(in);
+    if (is_pad_name(names[i])) {
+      if constexpr (requires { in.skip(h.bytes, ""); }) in.skip(h.bytes, "padding");
+      else (void)in.bytes(h.bytes, "padding");
+      continue;
+    }
+    dict.set(names[i], read(in, h));
+    if (progress) progress->report(in.position());
   }
   in.set_context({});
   return dict;
 }
 
+/// A tensor that owns a copy of the data the reader is at.
+template <class Reader>
+ndarray copy_tensor_data(Reader& in, tensor_header& h) {
+  ndarray a = allocate_tensor(in, h.shape, h.dtype, h.bytes);
+  in.read_into(a.data(), h.bytes, "tensor data");
+  return a;
+}
+
+/// For read_param_list over bytes that `keepalive` owns: views where the data are
+/// aligned for their elements, copies elsewhere.
+inline auto view_or_copy(std::shared_ptr<const void> keepalive) {
+  return [keepalive = std::move(keepalive)](byte_reader& in, tensor_header& h) {
+    const std::byte* at = in.data().data() + in.position();
+    if (!can_view(at, h.dtype)) return copy_tensor_data(in, h);
+    (void)in.bytes(h.bytes, "tensor data");
+    return ndarray::view(h.over(const_cast<std::byte*>(at)), keepalive);
+  };
+}
+
 /// Reads a whole parameter blob: the list, then nothing after it. Memory that cannot be
 /// had (for the names, the tables) is errc::out_of_memory naming the source, never
 /// std::bad_alloc.
-template <class Reader>
-param_dict read_param_blob(Reader& in, const std::shared_ptr<const void>& keepalive) {
+template <class Reader, class ReadData>
+param_dict read_param_blob(Reader& in, ReadData&& read, progress_sink* progress = nullptr) {
   try {
-    param_dict dict = read_param_list(in, keepalive);
+    param_dict dict = read_param_list(in, read, progress);
     if (in.remaining() != 0) in.fail(std::to_string(in.remaining()) + " unexpected bytes after the last tensor");
     return dict;
   } catch (const std::bad_alloc&) {
@@ -257,7 +346,7 @@ param_dict read_param_blob(Reader& in, const std::shared_ptr<const void>& keepal
   }
 }
 
-/// The names of a parameter blob, without reading its tensors.
+/// The names of a parameter blob, without reading its tensors (padding left out).
 inline std::vector<std::string> read_param_names(std::span<const std::byte> blob) {
   byte_reader in(blob, "params");
   if (in.read<std::uint64_t>("magic") != param_list_magic) in.fail("not a parameter blob (bad magic)");
@@ -265,9 +354,60 @@ inline std::vector<std::string> read_param_names(std::span<const std::byte> blob
   auto n = in.read_count("names", sizeof(std::uint64_t));
   std::vector<std::string> names;
   names.reserve(static_cast<std::size_t>(n));
-  for (std::uint64_t i = 0; i < n; ++i) names.push_back(in.read_string("name"));
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (std::string name = in.read_string("name"); !is_pad_name(name)) names.push_back(std::move(name));
   return names;
 }
+
+struct param_dict_access {
+  static void set_mapped(param_dict& d, std::span<const std::byte> range) { d.mapped_ = range; }
+};
+
+/// One tensor of a parameter file, located: its name, header and the offset of its data.
+struct param_record {
+  std::string name;
+  tensor_header header;
+  std::uint64_t offset = 0;
+};
+
+/// A parameter file opened, locked shared and indexed: every record header read and
+/// checked (the data stepped over, so a malformed file is refused before any tensor data
+/// is read), for a reader that puts each tensor's data where it will stay.
+class param_file {
+ public:
+  explicit param_file(const std::filesystem::path& path) : file_(path, "parameter file") {
+    lock_file(file_.fd(), LOCK_SH, file_.name(), "is being written (another process holds an exclusive flock on it)");
+    file_reader in(file_, "params " + path.string());
+    try {
+      std::vector<std::string> names = read_param_names_of(in);
+      records_.reserve(names.size());
+      std::unordered_set<std::string> seen;
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        in.set_context("tensor " + std::to_string(i) + " (\"" + names[i] + "\")");
+        if (!seen.insert(names[i]).second) in.fail("duplicate parameter name");
+        tensor_header h = read_tensor_header(in);
+        const std::uint64_t at = in.position();
+        in.skip(h.bytes, "tensor data");
+        if (!is_pad_name(names[i])) records_.push_back({std::move(names[i]), std::move(h), at});
+      }
+      in.set_context({});
+      if (in.remaining() != 0) in.fail(std::to_string(in.remaining()) + " unexpected bytes after the last tensor");
+    } catch (const std::bad_alloc&) {
+      in.fail(errc::out_of_memory, "out of memory");
+    }
+  }
+
+  [[nodiscard]] const std::vector<param_record>& records() const noexcept { return records_; }
+  [[nodiscard]] std::uint64_t size() const noexcept { return file_.size(); }
+  /// Reads record `r`'s data into `dst` (r.header.bytes of them).
+  void read(const param_record& r, void* dst, progress_sink* progress = nullptr) const {
+    file_.read_exact(dst, r.header.bytes, r.offset, progress);
+  }
+
+ private:
+  regular_file file_;
+  std::vector<param_record> records_;
+};
 
 inline void write_tensor_record(byte_writer& out, std::string_view name, const ndarray& a) {
   auto fail = [&](const std::string& why) {
@@ -303,7 +443,7 @@ inline std::span<const std::byte> as_bytes(std::string_view s) noexcept {
 /// Reads a parameter blob (tvm.runtime.save_param_dict's bytes); the tensors are copies.
 inline param_dict load_param_dict(std::span<const std::byte> blob) {
   detail::byte_reader in(blob, "params");
-  return detail::read_param_blob(in, nullptr);
+  return detail::read_param_blob(in, [](auto& r, detail::tensor_header& h) { return detail::copy_tensor_data(r, h); });
 }
 inline param_dict load_param_dict(std::string_view blob) { return load_param_dict(detail::as_bytes(blob)); }
 
@@ -311,46 +451,170 @@ inline param_dict load_param_dict(std::string_view blob) { return load_param_dic
 /// is refused (errc::io, naming the path) before anything is read from it.
 ///  - load_mode::copy (the default): the header is read and checked first (a file that is
 ///    not a parameter blob is refused after one small read, however large it is), then
-///    each tensor's data is read straight into its own storage, its size checked against
-///    the bytes the file has left before that storage is allocated. The file holds a
-///    shared flock while it is read, so a cooperating writer cannot rewrite it meanwhile.
-///  - load_mode::mmap: tensors are views into a private mapping of the file that lives as
-///    long as any of them; read load_mode::mmap for what must not happen to the file then.
-/// Malformed blobs are errc::invalid_params and memory that cannot be had errc::out_of_memory,
-/// both naming the path, the tensor and the byte.
-inline param_dict load_param_dict_file(const std::filesystem::path& path, load_mode mode = load_mode::copy) {
+///    each tensor's data is read straight into its own storage (64-byte aligned, not
+///    zero-filled first), its size checked against the bytes the file has left before
+///    that storage is allocated. The file holds a shared flock while it is read, so a
+///    cooperating writer cannot rewrite it meanwhile.
+///  - load_mode::mmap: tensors whose data sits at an offset aligned for their elements
+///    are views into a private mapping of the file that lives as long as any of them
+///    (nothing is read: the cost does not grow with their size); the others are read
+///    from the file into storage of their own. param_dict::is_mapped tells which is
+///    which; save_options::align writes files whose tensors all map. Read
+///    load_mode::mmap for what must not happen to the file while views of it live.
+/// `progress`, when set, hears of the bytes read every few MiB, the last time with the
+/// file's size. Malformed blobs are errc::invalid_params and memory that cannot be had
+/// errc::out_of_memory, both naming the path, the tensor and the byte.
+inline param_dict load_param_dict_file(const std::filesystem::path& path, load_mode mode, const load_progress& progress) {
   if (mode == load_mode::copy) {
     detail::regular_file file(path, "parameter file");
     detail::lock_file(file.fd(), LOCK_SH, file.name(), "is being written (another process holds an exclusive flock on it)");
-    detail::file_reader in(file, "params " + path.string());
-    return detail::read_param_blob(in, nullptr);
+    detail::progress_sink sink(&progress, file.size());
+    detail::file_reader in(file, "params " + path.string(), errc::invalid_params, &sink);
+    param_dict dict = detail::read_param_blob(in, [](auto& r, detail::tensor_header& h) { return detail::copy_tensor_data(r, h); }, &sink);
+    sink.report(file.size());
+    return dict;
   }
   auto mapping = std::make_shared<const detail::mapped_file>(path);
-  detail::byte_reader in(mapping->bytes(), "params " + path.string());
-  return detail::read_param_blob(in, mapping);
+  const std::span<const std::byte> bytes = mapping->bytes();
+  detail::progress_sink sink(&progress, bytes.size());
+  detail::byte_reader in(bytes, "params " + path.string());
+  // Views where the elements are aligned; copies of the rest read from the file, which
+  // neither faults the mapping's pages in nor keeps them.
+  param_dict dict = detail::read_param_blob(
+      in,
+      [&](detail::byte_reader& r, detail::tensor_header& h) {
+        const std::byte* at = r.data().data() + r.position();
+        if (detail::can_view(at, h.dtype)) {
+          (void)r.bytes(h.bytes, "tensor data");
+          return ndarray::view(h.over(const_cast<std::byte*>(at)), mapping);
+        }
+        ndarray a = detail::allocate_tensor(r, h.shape, h.dtype, h.bytes);
+        mapping->file().read_exact(a.data(), h.bytes, r.position(), &sink);
+        (void)r.bytes(h.bytes, "tensor data");
+        return a;
+      },
+      &sink);
+  sink.report(bytes.size());
+  detail::param_dict_access::set_mapped(dict, bytes);
+  return dict;
+}
+inline param_dict load_param_dict_file(const std::filesystem::path& path, load_mode mode = load_mode::copy) {
+  return load_param_dict_file(path, mode, load_progress());
+}
+inline param_dict load_param_dict_file(const std::filesystem::path& path, const load_progress& progress) {
+  return load_param_dict_file(path, load_mode::copy, progress);
 }
 
-/// Writes a parameter blob that tvm.runtime.load_param_dict reads.
-inline std::vector<std::byte> save_param_dict(const param_dict& dict) {
+/// How save_param_dict lays a blob out.
+struct save_options {
+  /// 0: exactly as TVM writes it. A power of two (64 for kernels, 4096 for pages): every
+  /// tensor's data starts at a multiple of it in the blob, moved there by padding
+  /// tensors TVM reads and ignores (see the top of this header), so that load_mode::mmap
+  /// maps every tensor of the file without a copy.
+  std::size_t align = 0;
+};
+
+namespace detail {
+
+/// Per tensor of `dict`, the bytes of padding data to put before it (-1: no padding
+/// tensor) so that every tensor's data starts at a multiple of `align`. A padding tensor
+/// adds a name to the header, which moves every record before the first padding: the
+/// set of padded tensors only grows, so this settles in at most dict.size() rounds.
+inline std::vector<std::int64_t> plan_padding(const param_dict& dict, std::uint64_t align) {
+  std::vector<std::int64_t> pad(dict.size(), -1);
+  if (align <= 1) return pad;
+  const std::uint64_t record_head = 40, pad_record_head = record_head + 8;  // ndim 1
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::uint64_t at = 32;  // magic, reserved, name count, tensor count
+    std::size_t i = 0;
+    for (const auto& [name, a] : dict) {
+      at += 8 + name.size();
+      if (pad[i] >= 0) at += 8 + param_pad_prefix.size() + std::to_string(i).size();
+      ++i;
+    }
+    i = 0;
+    for (const auto& [name, a] : dict) {
+      const std::uint64_t head = record_head + 8 * static_cast<std::uint64_t>(a.ndim());
+      if (pad[i] >= 0) {
+        at += pad_record_head;
+        pad[i] = static_cast<std::int64_t>((align - (at + head) % align) % align);
+        at += static_cast<std::uint64_t>(pad[i]);
+      }
+      at += head;
+      if (at % align != 0 && pad[i] < 0) {
+        pad[i] = 0;
+        changed = true;
+      }
+      at += a.byte_size();
+      ++i;
+    }
+  }
+  return pad;
+}
+
+inline void write_pad_record(byte_writer& out, std::int64_t n) {
+  out.write(tensor_magic);
+  out.write(std::uint64_t{0});
+  out.write(std::int32_t{kDLCPU});
+  out.write(std::int32_t{0});
+  out.write(std::int32_t{1});
+  out.write(DLDataType{kDLUInt, 8, 1});
+  out.write(n);
+  out.write(n);
+  static constexpr std::byte zeros[4096] = {};
+  for (std::int64_t left = n; left > 0; left -= static_cast<std::int64_t>(sizeof zeros))
+    out.append(zeros, static_cast<std::size_t>(std::min<std::int64_t>(left, sizeof zeros)));
+}
+
+}  // namespace detail
+
+/// Writes a parameter blob that tvm.runtime.load_param_dict reads; with options.align,
+/// one whose tensor data are all aligned (see save_options). Names that start with
+/// "__gexec_pad_" are reserved for padding: errc::invalid_argument.
+inline std::vector<std::byte> save_param_dict(const param_dict& dict, save_options options) {
+  if (options.align != 0 && (options.align & (options.align - 1)) != 0)
+    throw error(errc::invalid_argument, "save_param_dict: align " + std::to_string(options.align) + " is not a power of two");
+  for (const auto& [name, a] : dict)
+    if (detail::is_pad_name(name))
+      throw error(errc::invalid_argument, "save_param_dict: \"" + name + "\": names that start with \"" + std::string(param_pad_prefix) +
+                                              "\" are reserved for padding");
+  const std::vector<std::int64_t> pad = detail::plan_padding(dict, options.align);
   detail::byte_writer out;
-  std::size_t total = 32;
-  for (const auto& [name, a] : dict) total += 8 + name.size() + 64 + 8 * static_cast<std::size_t>(a.ndim()) + a.byte_size();
+  std::size_t total = 32, count = dict.size();
+  std::size_t i = 0;
+  for (const auto& [name, a] : dict) {
+    total += 8 + name.size() + 64 + 8 * static_cast<std::size_t>(a.ndim()) + a.byte_size();
+    if (pad[i] >= 0) total += 8 + 32 + 64 + static_cast<std::size_t>(pad[i]), ++count;
+    ++i;
+  }
   out.reserve(total);
   out.write(param_list_magic);
   out.write(std::uint64_t{0});
-  out.write(static_cast<std::uint64_t>(dict.size()));
-  for (const auto& [name, a] : dict) out.write_string(name);
-  out.write(static_cast<std::uint64_t>(dict.size()));
-  for (const auto& [name, a] : dict) detail::write_tensor_record(out, name, a);
+  out.write(static_cast<std::uint64_t>(count));
+  i = 0;
+  for (const auto& [name, a] : dict) {
+    if (pad[i] >= 0) out.write_string(std::string(param_pad_prefix) + std::to_string(i));
+    out.write_string(name);
+    ++i;
+  }
+  out.write(static_cast<std::uint64_t>(count));
+  i = 0;
+  for (const auto& [name, a] : dict) {
+    if (pad[i] >= 0) detail::write_pad_record(out, pad[i]);
+    detail::write_tensor_record(out, name, a);
+    ++i;
+  }
   return std::move(out).take();
 }
+inline std::vector<std::byte> save_param_dict(const param_dict& dict) { return save_param_dict(dict, save_options{}); }
 
 /// Writes a parameter file as a cooperating writer: it takes an exclusive flock before
 /// truncating, and refuses (errc::io) a file that is mapped (load_mode::mmap) or being
 /// read by load_param_dict_file, here or in another process, instead of changing the
 /// views or raising SIGBUS in their users.
-inline void save_param_dict_file(const param_dict& dict, const std::filesystem::path& path) {
-  auto bytes = save_param_dict(dict);
+inline void save_param_dict_file(const param_dict& dict, const std::filesystem::path& path, save_options options = {}) {
+  auto bytes = save_param_dict(dict, options);
   const std::string name = "parameter file " + path.string();
   // errno is read once, as the call that failed left it, before a message is built.
   auto fail_errno = [&](const char* doing, int err) {

@@ -235,13 +235,22 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
   }
 
   // Steps. Argument arrays are sized first so that the pointers into them stay put.
-  std::size_t n_args = 0;
+  std::size_t n_args = 0, n_flat = 0, n_steps = 0, n_calls = 0;
   for (const node& n : g.nodes)
-    if (n.is_op() && n.func_name != "__nop" && n.func_name != "__copy") n_args += n.inputs.size() + n.num_outputs;
+    if (n.is_op()) {
+      n_steps += n.func_name == "__nop" ? n.num_outputs : 1;
+      if (n.func_name == "__nop" || n.func_name == "__copy") continue;
+      ++n_calls;
+      n_args += n.inputs.size() + n.num_outputs;
+      if (n.flatten_data) n_flat += n.inputs.size() + n.num_outputs;
+    }
   p.args.reserve(n_args);
   p.arg_entry.reserve(n_args);
-  p.flat_shapes.reserve(n_args);
+  p.flat_shapes.reserve(n_flat);
   p.codes.reserve(n_args);
+  p.calls.reserve(n_calls);
+  p.step_node.reserve(n_steps);
+  p.step_run_of.reserve(n_steps);
 
   auto append_step = [&](detail::step_kind kind, std::size_t index, std::uint16_t device, std::uint32_t nid) {
     auto i = static_cast<std::uint32_t>(index);
@@ -275,6 +284,8 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
 
   std::vector<bool> listed_input(g.nodes.size(), false);
   for (std::uint32_t nid : g.arg_nodes) listed_input[nid] = true;
+  const std::string* last_func = nullptr;
+  packed_function last_resolved;
   for (std::uint32_t nid = 0; nid < g.nodes.size(); ++nid) {
     const node& n = g.nodes[nid];
     if (!n.is_op()) {
@@ -303,12 +314,16 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
       add_copy(nid, g.entry_id(n.inputs[0]), g.entry_id(nid, 0));
       continue;
     }
-    packed_function f;
-    try {
-      f = binding.resolve(n.func_name);
-    } catch (const error& e) {  // a symbol the binding refuses: say which node asked for it
-      plan_fail(e.code(), g, nid, std::string(e.message()));
+    // One look-up per run of nodes calling the same function (the binding caches by name).
+    if (!last_func || *last_func != n.func_name) {
+      try {
+        last_resolved = binding.resolve(n.func_name);
+      } catch (const error& e) {  // a symbol the binding refuses: say which node asked for it
+        plan_fail(e.code(), g, nid, std::string(e.message()));
+      }
+      last_func = &n.func_name;
     }
+    const packed_function f = last_resolved;
     if (!f) plan_fail(errc::symbol_not_found, g, nid, "calls \"" + n.func_name + "\", which " + binding.describe() + " does not provide");
     const std::size_t first = p.args.size();
     auto add_arg = [&](std::uint32_t eid) {

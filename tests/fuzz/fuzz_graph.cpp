@@ -2,6 +2,7 @@
 // gexec::error and nothing else. Text that parses must be JSON by Boost.JSON's own
 // parser too (nothing after the graph object), and the graph must be written by
 // to_json as JSON that parses again, and writing that back must give the same text.
+// Whatever the streaming reader accepts, the document reader reads as the same graph.
 
 #include <gexec/graph.hpp>
 
@@ -23,6 +24,20 @@ namespace {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
+  {
+    gexec::graph streamed;
+    if (gexec::detail::read_graph_stream(text, streamed)) {
+      gexec::graph read;
+      try {
+        read = gexec::detail::read_graph_document(text);
+      } catch (const gexec::error& e) {
+        property_failed("the streaming reader accepts what the document reader refuses", e.what());
+      }
+      // to_json writes every field the readers fill.
+      if (gexec::to_json(streamed) != gexec::to_json(read))
+        property_failed("the streaming and document readers read different graphs", gexec::to_json(streamed) + "\n---\n" + gexec::to_json(read));
+    }
+  }
   gexec::graph g;
   try {
     g = gexec::parse_graph(text);

@@ -126,7 +126,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     gexec::detail::byte_reader in(std::span<const std::byte>(start, size), "params (views)");
     gexec::param_dict views;
     try {
-      views = gexec::detail::read_param_list(in, owner);
+      views = gexec::detail::read_param_list(in, gexec::detail::view_or_copy(owner));
     } catch (const gexec::error& e) {
       property_failed("reading views rejects a blob that loads as copies", e.what());
     }

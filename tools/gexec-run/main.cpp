@@ -83,32 +83,29 @@ class progress_bar {
   int last_ = -1;
 };
 
-/// A regular file's bytes, read in large chunks; a bar when `progress` says so.
-std::string read_file(const fs::path& path, const std::string& what, const std::string& progress) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw gexec::error(gexec::errc::io, what + " " + path.string() + ": cannot open (" + std::strerror(errno) + ")");
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } c{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw gexec::error(gexec::errc::io, what + " " + path.string() + ": not a regular file");
-  const auto size = static_cast<std::uint64_t>(st.st_size);
-  const bool shown = progress == "always" || (progress == "auto" && ::isatty(STDOUT_FILENO) && size >= (std::uint64_t{32} << 20));
-  progress_bar bar("loading " + path.filename().string(), size, shown);
-  std::string bytes(static_cast<std::size_t>(size), '\0');
-  std::uint64_t done = 0;
-  while (done < size) {
-    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(size - done, std::uint64_t{8} << 20));
-    const ssize_t got = ::read(fd, bytes.data() + done, want);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) throw gexec::error(gexec::errc::io, what + " " + path.string() + ": read failed at byte " + std::to_string(done));
-    done += static_cast<std::uint64_t>(got);
-    bar.update(done);
+/// A load_progress that draws a bar for `path` when `progress` says so ("auto": on a
+/// terminal, for files of 32 MiB or more); the bar is cleared when the load ends.
+struct file_progress {
+  progress_bar bar;
+  gexec::load_progress callback;
+  file_progress(const fs::path& path, const std::string& progress)
+      : bar("loading " + path.filename().string(), file_size_or_zero(path), shown(path, progress)) {
+    if (shown(path, progress)) callback = [this](std::uint64_t done, std::uint64_t) { bar.update(done); };
   }
-  bar.finish();
-  return bytes;
-}
+  file_progress(const file_progress&) = delete;
+  file_progress& operator=(const file_progress&) = delete;
+  ~file_progress() { bar.finish(); }
+
+ private:
+  static std::uint64_t file_size_or_zero(const fs::path& path) {
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    return ec ? 0 : size;
+  }
+  static bool shown(const fs::path& path, const std::string& progress) {
+    return progress == "always" || (progress == "auto" && ::isatty(STDOUT_FILENO) && file_size_or_zero(path) >= (std::uint64_t{32} << 20));
+  }
+};
 
 // Models run on the host and, with --device cuda, on a GPU (the driver is loaded then).
 using executor_type = gexec::cuda_executor;
@@ -168,9 +165,15 @@ loaded load(const options& o) {
     l.executor.emplace(l.model->instantiate());
     return l;
   }
-  const gexec::validated_graph g = gexec::parse_graph(read_file(o.graph, "--graph", o.progress));
+  const gexec::validated_graph g = [&] {
+    file_progress bar(o.graph, o.progress);
+    return gexec::load_graph_file(o.graph, bar.callback);
+  }();
   gexec::param_dict params;
-  if (!o.params.empty()) params = gexec::load_param_dict(read_file(o.params, "--params", o.progress));
+  if (!o.params.empty()) {
+    file_progress bar(o.params, o.progress);
+    params = gexec::load_param_dict_file(o.params, gexec::load_mode::copy, bar.callback);
+  }
   for (const auto& [name, value] : params) {
     l.param_names.push_back(name);
     l.param_bytes += value.byte_size();

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "../error.hpp"
+#include "../load_progress.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -175,12 +176,17 @@ class regular_file {
   /// "parameter file /path/to/params.bin"
   [[nodiscard]] std::string name() const { return what_ + " " + path_.string(); }
 
-  /// Reads exactly `n` bytes at `offset`, in as few calls as the kernel allows; errc::io
-  /// if the file ends first (it shrank while being read) or reading fails.
-  void read_exact(void* dst, std::uint64_t n, std::uint64_t offset) const {
+  /// Bytes read between two progress reports.
+  static constexpr std::uint64_t progress_step = std::uint64_t{8} << 20;
+
+  /// Reads exactly `n` bytes at `offset`, in as few calls as the kernel allows (or in
+  /// steps of progress_step, each reported as the file offset reached, when `progress`
+  /// is set); errc::io if the file ends first (it shrank while being read) or reading fails.
+  void read_exact(void* dst, std::uint64_t n, std::uint64_t offset, progress_sink* progress = nullptr) const {
     auto* out = static_cast<char*>(dst);
+    const std::uint64_t step = progress && *progress ? progress_step : std::uint64_t{1} << 30;
     while (n > 0) {
-      const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, std::uint64_t{1} << 30));
+      const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, step));
       ssize_t got = ::pread(fd_, out, chunk, static_cast<off_t>(offset));
       if (got < 0) {
         if (errno == EINTR) continue;
@@ -192,11 +198,13 @@ class regular_file {
       out += got;
       n -= static_cast<std::uint64_t>(got);
       offset += static_cast<std::uint64_t>(got);
+      if (progress) progress->report(offset);
     }
   }
 
-  /// The whole file in one sized read; errc::out_of_memory if no buffer that large can be had.
-  [[nodiscard]] std::string read_all() const {
+  /// The whole file in one sized read (in steps, each reported, with a progress
+  /// callback); errc::out_of_memory if no buffer that large can be had.
+  [[nodiscard]] std::string read_all(progress_sink* progress = nullptr) const {
     std::string bytes;
     try {
       if (size_ > bytes.max_size()) throw std::length_error("file size");
@@ -204,7 +212,8 @@ class regular_file {
     } catch (const std::exception&) {  // std::bad_alloc, std::length_error
       throw error(errc::out_of_memory, "cannot allocate " + std::to_string(size_) + " bytes to read " + name());
     }
-    read_exact(bytes.data(), size_, 0);
+    read_exact(bytes.data(), size_, 0, progress);
+    if (progress) progress->report(size_);
     return bytes;
   }
 
@@ -231,8 +240,9 @@ class file_reader : public reader_base {
  public:
   static constexpr std::size_t buffer_size = std::size_t{1} << 16;
 
-  file_reader(const regular_file& file, std::string source, errc code = errc::invalid_params)
-      : reader_base(file.size(), std::move(source), code), file_(file), buffer_(new std::byte[buffer_size]) {}
+  /// `progress`, when given, hears of the file offset reached after each large read.
+  file_reader(const regular_file& file, std::string source, errc code = errc::invalid_params, progress_sink* progress = nullptr)
+      : reader_base(file.size(), std::move(source), code), file_(file), buffer_(new std::byte[buffer_size]), progress_(progress) {}
 
   template <class T>
   T read(const char* field) {
@@ -258,10 +268,11 @@ class file_reader : public reader_base {
     n -= buffered;
     if (n == 0) return;
     if (n >= buffer_size) {
-      file_.read_exact(out + buffered, n, pos_);
+      file_.read_exact(out + buffered, n, pos_, progress_);
       pos_ += n;
       return;
     }
+    short_refill_ = false;  // n bytes are wanted, more than a short refill may bring
     refill();
     std::memcpy(out + buffered, buffer_.get() + begin_, static_cast<std::size_t>(n));
     begin_ += static_cast<std::size_t>(n);
@@ -280,6 +291,17 @@ class file_reader : public reader_base {
     return checked_count(read<std::uint64_t>(field), field, min_element_bytes);
   }
 
+  /// Steps over the next `n` bytes (tensor data read elsewhere, at their offset) without
+  /// reading them; the next refill reads only a little, as what follows is a header.
+  void skip(std::uint64_t n, const char* field) {
+    require(n, field);
+    const auto buffered = std::min<std::uint64_t>(n, end_ - begin_);
+    begin_ += static_cast<std::size_t>(buffered);
+    pos_ += n;
+    if (n > buffered) begin_ = end_ = 0;
+    short_refill_ = true;
+  }
+
  private:
   // Keeps the unread buffered bytes and reads as much of the file after them as fits.
   void refill() {
@@ -287,7 +309,9 @@ class file_reader : public reader_base {
     if (kept && begin_) std::memmove(buffer_.get(), buffer_.get() + begin_, kept);
     begin_ = 0;
     end_ = kept;
-    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer_size - kept, remaining() - kept));
+    const std::size_t most = short_refill_ ? std::size_t{4096} : buffer_size;
+    short_refill_ = false;
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(most - std::min(kept, most), remaining() - kept));
     file_.read_exact(buffer_.get() + kept, want, pos_ + kept);
     end_ += want;
   }
@@ -295,6 +319,8 @@ class file_reader : public reader_base {
   const regular_file& file_;
   std::unique_ptr<std::byte[]> buffer_;
   std::size_t begin_ = 0, end_ = 0;  // unread bytes of the buffer; buffer_[begin_] is the file's byte pos_
+  progress_sink* progress_ = nullptr;
+  bool short_refill_ = false;
 };
 
 class byte_writer {

@@ -1,7 +1,9 @@
 #pragma once
 // TVM's graph-executor JSON: parse_graph() reads it into the graph of graph/data.hpp
 // and validates it completely, so everything after load can trust every index in it;
-// to_json() writes it back in the form TVM v0.19 reads.
+// to_json() writes it back in the form TVM v0.19 reads. Graphs are read in one
+// streaming pass (detail/graph_stream.hpp); text that pass refuses is read again
+// through a document, which names what is wrong.
 
 #include "../config.hpp"
 
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "../detail/byte_io.hpp"
+#include "../detail/graph_stream.hpp"
 #include "../detail/json_path.hpp"
 #include "../detail/json_reader.hpp"
 #include "../dtype.hpp"
@@ -175,13 +178,11 @@ inline boost::json::value parse_json_text(std::string_view text, boost::json::st
   return p.handler().st.release();
 }
 
-}  // namespace detail
-
-/// Reads and validates TVM graph JSON. Throws gexec::error with errc::invalid_json for
-/// text that is not JSON, errc::invalid_graph, naming the JSON path, for the rest (a key
-/// repeated in an object included), and errc::out_of_memory if the document does not fit.
-inline validated_graph parse_graph(std::string_view json_text) try {
-  using namespace detail;
+/// The graph as the document reader sees `json_text`: a Boost.JSON document first, then
+/// read from it, naming the JSON path of the first thing wrong. parse_graph() reads
+/// with detail::read_graph_stream and comes here only for what that reader gives up
+/// on (errors above all), so that every message comes from this one reader.
+inline graph read_graph_document(std::string_view json_text) {
   boost::json::monotonic_resource arena;
   boost::json::value doc = parse_json_text(json_text, &arena);
   const json_path root;
@@ -216,6 +217,20 @@ inline validated_graph parse_graph(std::string_view json_text) try {
   constexpr const char* required[] = {"nodes", "arg_nodes", "node_row_ptr", "heads", "attrs"};
   for (unsigned bit = 0; bit < 5; ++bit)
     if (!(seen & (1u << bit))) json_fail(root, std::string("missing \"") + required[bit] + "\"");
+  return g;
+}
+
+}  // namespace detail
+
+/// Reads and validates TVM graph JSON. Throws gexec::error with errc::invalid_json for
+/// text that is not JSON, errc::invalid_graph, naming the JSON path, for the rest (a key
+/// repeated in an object included), and errc::out_of_memory if the graph does not fit.
+inline validated_graph parse_graph(std::string_view json_text) try {
+  graph g;
+  if (!detail::read_graph_stream(json_text, g)) {
+    g = graph();  // what the streaming reader read before it gave up
+    g = detail::read_graph_document(json_text);
+  }
   return validate(std::move(g));
 } catch (const std::bad_alloc&) {
   throw error(errc::out_of_memory, "graph: out of memory for the " + std::to_string(json_text.size()) + " bytes of JSON");
@@ -226,6 +241,12 @@ inline validated_graph parse_graph(std::string_view json_text) try {
 /// before anything is read); errc::out_of_memory if it is larger than memory can hold.
 inline validated_graph load_graph_file(const std::filesystem::path& path) {
   return parse_graph(detail::regular_file(path, "graph file").read_all());
+}
+/// The same, telling `progress` of the bytes read (see load_progress).
+inline validated_graph load_graph_file(const std::filesystem::path& path, const load_progress& progress) {
+  detail::regular_file file(path, "graph file");
+  detail::progress_sink sink(&progress, file.size());
+  return parse_graph(file.read_all(&sink));
 }
 
 /// Writes the graph as JSON that TVM v0.19's graph executor reads.

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
 #include <filesystem>
@@ -45,17 +46,6 @@ struct embedded_factory {
   std::vector<cuda_module_blob> cuda_modules;
 };
 
-/// Gives the pages lying wholly inside `bytes` back to the file they map: read-only
-/// data already parsed into copies, so it need not stay resident beside them.
-inline void release_pages(std::span<const std::byte> bytes) noexcept {
-  const long page = sysconf(_SC_PAGESIZE);
-  if (page <= 0 || bytes.empty()) return;
-  const auto p = static_cast<std::uintptr_t>(page);
-  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + p - 1) / p * p;
-  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size()) / p * p;
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
-
 /// Parsed once per loaded library and shared by every model and factory made from it,
 /// so N loads of one model.so hold one copy of its weights.
 inline std::shared_ptr<const embedded_factory> read_embedded_factory(const module& lib) {
@@ -68,7 +58,9 @@ inline std::shared_ptr<const embedded_factory> read_embedded_factory(const modul
   if (symbol.empty())
     throw error(errc::invalid_module, where + " has no __tvm_dev_mblob: it is a kernel library without an embedded "
                                               "graph (load it with load_module and pass the graph JSON to create)");
-  module_blob blob = parse_module_blob(symbol, "__tvm_dev_mblob of " + where);
+  // The parameters are copied out of the library's pages, which are released as they
+  // are read: the copies, which the models keep in place, are the only ones resident.
+  module_blob blob = parse_module_blob(symbol, "__tvm_dev_mblob of " + where, blob_parts::all, true);
   if (!blob.factory) throw error(errc::invalid_module, "__tvm_dev_mblob of " + where + " holds no GraphExecutorFactory");
   auto parsed = std::make_shared<embedded_factory>();
   parsed->graph = parse_graph(blob.factory->graph_json);
@@ -97,9 +89,23 @@ struct library_model {
   // The graph first: the file most often wrong fails before a library is loaded.
   static Model load(const std::filesystem::path& graph_file, const std::filesystem::path& library,
                     const std::filesystem::path& params_file, model_options options) {
-    validated_graph g = load_graph_file(graph_file);
+    if (!options.progress) {
+      validated_graph g = load_graph_file(graph_file);
+      module lib = load_library_for(options, library);
+      return Model(std::move(g), packed_c_abi(std::move(lib)), load_param_dict_file(params_file), std::move(options));
+    }
+    // One count over both files: the graph's bytes, then the parameters' after them.
+    std::error_code ec;
+    const std::uint64_t graph_bytes = std::filesystem::file_size(graph_file, ec), params_bytes = std::filesystem::file_size(params_file, ec);
+    const std::uint64_t total = ec ? 0 : graph_bytes + params_bytes;
+    const load_progress& outer = options.progress;
+    std::uint64_t base = 0;
+    const load_progress part = [&](std::uint64_t done, std::uint64_t) { outer(std::min(base + done, total), total); };
+    validated_graph g = load_graph_file(graph_file, part);
+    base = graph_bytes;
     module lib = load_library_for(options, library);
-    return Model(std::move(g), packed_c_abi(std::move(lib)), load_param_dict_file(params_file), std::move(options));
+    param_dict params = load_param_dict_file(params_file, load_mode::copy, part);
+    return Model(std::move(g), packed_c_abi(std::move(lib)), params, std::move(options));
   }
 };
 

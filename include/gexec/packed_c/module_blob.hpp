@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "../detail/byte_io.hpp"
 #include "../params.hpp"
 
@@ -70,24 +73,63 @@ inline std::vector<std::string> read_string_vector(byte_reader& in, const char* 
   return v;
 }
 
-/// Reads a GraphExecutorFactory payload; with `keep` false, checks it and keeps nothing
-/// (tensors aligned in the blob are not even copied).
-inline graph_factory_blob read_graph_factory(byte_reader& in, bool keep = true) {
+/// Gives the pages lying wholly inside `bytes` back to the file they map: read-only
+/// data of a loaded library already parsed into copies, so that it need not stay
+/// resident beside them. Only for file-backed memory nothing writes: anonymous memory
+/// would read back as zeros.
+inline void release_pages(std::span<const std::byte> bytes) noexcept {
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0 || bytes.empty()) return;
+  const auto p = static_cast<std::uintptr_t>(page);
+  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + p - 1) / p * p;
+  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size()) / p * p;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+/// What read_graph_factory does with the parameters.
+enum class factory_params {
+  skip,     ///< check them, keep nothing
+  copy,     ///< copy each into aligned storage of its own
+  /// copy, and release the blob's pages as they are read (release_pages): a blob in a
+  /// mapped library never holds its bytes resident beside their copies
+  copy_and_release,
+};
+
+/// Reads a GraphExecutorFactory payload. Padding tensors (see params.hpp) are dropped.
+inline graph_factory_blob read_graph_factory(byte_reader& in, factory_params mode = factory_params::copy) {
+  const bool keep = mode != factory_params::skip;
   graph_factory_blob f;
   if (keep) f.graph_json = in.read_string("graph JSON");
   else in.bytes(in.read<std::uint64_t>("graph JSON length"), "graph JSON");
-  const auto views = keep ? std::shared_ptr<const void>() : std::make_shared<int>(0);
   // Unlike a parameter blob, the tensor count comes before the names here.
   auto count = in.read<std::uint64_t>("parameter count");
   auto names = read_string_vector(in, "parameter names");
   if (count != names.size())
     in.fail("parameter count " + std::to_string(count) + " differs from the " + std::to_string(names.size()) + " names");
   std::string context = "GraphExecutorFactory";
+  const std::byte* released = in.data().data();  // the blob's bytes before this are released
+  auto release_to = [&](const std::byte* end) {
+    if (mode != factory_params::copy_and_release) return;
+    release_pages({released, static_cast<std::size_t>(end - released)});
+    released = end;
+  };
+  constexpr std::uint64_t step = std::uint64_t{4} << 20;
   for (std::size_t i = 0; i < names.size(); ++i) {
     in.set_context(context + ": parameter " + std::to_string(i) + " (\"" + names[i] + "\")");
     if (f.params.contains(names[i])) in.fail("duplicate parameter name");
-    ndarray tensor = read_tensor_record(in, views);
-    if (keep) f.params.set(names[i], std::move(tensor));
+    tensor_header h = read_tensor_header(in);
+    if (!keep || is_pad_name(names[i])) {
+      (void)in.bytes(h.bytes, "tensor data");
+      continue;
+    }
+    ndarray tensor = allocate_tensor(in, h.shape, h.dtype, h.bytes);
+    auto* out = static_cast<std::byte*>(tensor.data());
+    for (std::uint64_t done = 0; done < h.bytes; done += step) {
+      const auto n = std::min(step, h.bytes - done);
+      in.read_into(out + done, n, "tensor data");
+      release_to(in.data().data() + in.position());
+    }
+    f.params.set(names[i], std::move(tensor));
   }
   in.set_context(context);
   f.module_name = in.read_string("module name");
@@ -118,10 +160,11 @@ inline cuda_module_blob read_cuda_module(byte_reader& in) {
 /// executor factory is then checked and skipped without copying its parameters).
 enum class blob_parts { all, device_modules };
 
-/// Parses a __tvm_dev_mblob: the u64 payload length and the payload. `source` names
-/// the blob in errors (errc::invalid_module), which give the byte offset.
-inline module_blob parse_module_blob(std::span<const std::byte> symbol, const std::string& source = "module blob",
-                                     blob_parts parts = blob_parts::all) {
+namespace detail {
+
+/// parse_module_blob; with `release`, over a blob in a loaded library's read-only data,
+/// whose pages are given back as the parameters are copied out of them.
+inline module_blob parse_module_blob(std::span<const std::byte> symbol, const std::string& source, blob_parts parts, bool release) {
   detail::byte_reader outer(symbol, source, errc::invalid_module);
   auto length = outer.read<std::uint64_t>("payload length");
   if (length > outer.remaining())
@@ -141,7 +184,9 @@ inline module_blob parse_module_blob(std::span<const std::byte> symbol, const st
       blob.import_tree_child_indices = detail::read_u64_vector(in, "import tree child indices");
     } else if (key == "GraphExecutorFactory" || key == "GraphRuntimeFactory") {
       if (blob.factory) in.fail("a second graph executor factory");
-      blob.factory = detail::read_graph_factory(in, parts == blob_parts::all);
+      blob.factory = detail::read_graph_factory(in, parts == blob_parts::device_modules ? detail::factory_params::skip
+                                                    : release                                ? detail::factory_params::copy_and_release
+                                                                                             : detail::factory_params::copy);
     } else if (key == "cuda") {
       blob.cuda_modules.push_back(detail::read_cuda_module(in));
     } else {
@@ -164,6 +209,15 @@ inline module_blob parse_module_blob(std::span<const std::byte> symbol, const st
       if (child >= n_modules) in.fail("import tree child " + std::to_string(child) + " is not one of the " + std::to_string(n_modules) + " modules");
   }
   return blob;
+}
+
+}  // namespace detail
+
+/// Parses a __tvm_dev_mblob: the u64 payload length and the payload. `source` names
+/// the blob in errors (errc::invalid_module), which give the byte offset.
+inline module_blob parse_module_blob(std::span<const std::byte> symbol, const std::string& source = "module blob",
+                                     blob_parts parts = blob_parts::all) {
+  return detail::parse_module_blob(symbol, source, parts, false);
 }
 
 /// Writes a __tvm_dev_mblob (payload length included) holding `factory`, "_lib", the

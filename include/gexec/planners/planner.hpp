@@ -92,28 +92,30 @@ struct storage_figures {
 
 /// Per device, the largest total of activation values (64-byte units) live at one step.
 [[nodiscard]] inline std::uint64_t liveness_lower_bound(const storage_problem& p) {
-  struct event {
-    std::uint32_t time;
-    int order;  // starts before ends at one time: both are live at that step
-    std::uint64_t bytes;
-  };
   std::vector<DLDevice> devices;
-  for (const storage_value& v : p.values)
-    if (!v.is_input && std::none_of(devices.begin(), devices.end(), [&](DLDevice d) { return same_device(d, v.device); }))
-      devices.push_back(v.device);
+  std::uint32_t steps = p.num_nodes;
+  for (const storage_value& v : p.values) {
+    if (v.is_input) continue;
+    if (std::none_of(devices.begin(), devices.end(), [&](DLDevice d) { return same_device(d, v.device); })) devices.push_back(v.device);
+    steps = std::max(steps, v.first + 1);
+    if (v.last != pinned_to_end) steps = std::max(steps, v.last + 1);
+  }
+  // Bytes that become live and that die at each step: the live bytes at a step are the
+  // values begun by then less those ended before it (one pass, no sort).
+  std::vector<std::uint64_t> born(steps), dead(steps);
   std::uint64_t total = 0;
   for (DLDevice d : devices) {
-    std::vector<event> events;
+    std::fill(born.begin(), born.end(), 0);
+    std::fill(dead.begin(), dead.end(), 0);
     for (const storage_value& v : p.values)
       if (!v.is_input && same_device(v.device, d)) {
-        events.push_back({v.first, 0, arena_bytes(v.bytes)});
-        if (v.last != pinned_to_end) events.push_back({v.last, 1, arena_bytes(v.bytes)});
+        born[v.first] += arena_bytes(v.bytes);
+        if (v.last != pinned_to_end) dead[v.last] += arena_bytes(v.bytes);
       }
-    std::sort(events.begin(), events.end(), [](const event& a, const event& b) { return std::pair(a.time, a.order) < std::pair(b.time, b.order); });
     std::uint64_t live = 0, peak = 0;
-    for (const event& e : events) {
-      if (e.order == 0) peak = std::max(peak, live += e.bytes);
-      else live -= e.bytes;
+    for (std::uint32_t t = 0; t < steps; ++t) {
+      peak = std::max(peak, live += born[t]);
+      live -= dead[t];
     }
     total += peak;
   }
