@@ -46,7 +46,7 @@
 #include "observers/observer.hpp"
 #include "error.hpp"
 #include "fwd.hpp"
-#include "graph/data.hpp"
+#include "graph/validated.hpp"
 #include "ndarray.hpp"
 #include "params.hpp"
 #include "plan.hpp"

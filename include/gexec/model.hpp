@@ -32,7 +32,7 @@
 
 #include "detail/model_state.hpp"
 #include "fwd.hpp"
-#include "graph/data.hpp"
+#include "graph/validated.hpp"
 #include "graph_executor.hpp"
 #include "load_progress.hpp"
 #include "params.hpp"

@@ -27,7 +27,7 @@
 #include "binding/binding.hpp"
 #include "detail/shape.hpp"
 #include "error.hpp"
-#include "graph/data.hpp"
+#include "graph/validated.hpp"
 #include "planners/as_compiled.hpp"
 #include "planners/planner.hpp"
 #include "tvm_abi.hpp"

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../graph/data.hpp"
+#include "../graph/validated.hpp"
 #include "../ndarray.hpp"
 #include "../plan.hpp"
 #include "../runtime.hpp"

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "data.hpp"
+#include "validated.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 

@@ -1,10 +1,11 @@
 #pragma once
-// The graph as plain C++ data, and its validation: every index in range, inputs only
-// from earlier nodes, one attribute per entry, supported dtypes, sizes that do not
-// overflow. Only a validated_graph reaches planning. This header holds no JSON: plans,
-// models and executors need the graph, not its text, so a program that builds its
-// graphs in C++ (graph/builder.hpp) does not compile a JSON reader. TVM's graph JSON
-// (parse_graph, load_graph_file, to_json) is in graph/json.hpp; <gexec/graph.hpp> has both.
+// The graph as plain C++ data, and its validation (check_graph): every index in range,
+// inputs only from earlier nodes, one attribute per entry, supported dtypes, sizes that
+// do not overflow. Only a validated_graph (graph/validated.hpp) reaches planning. This
+// header holds no JSON: plans, models and executors need the graph, not its text, so a
+// program that builds its graphs in C++ (graph/builder.hpp) does not compile a JSON
+// reader. TVM's graph JSON (parse_graph, load_graph_file, to_json) is in graph/json.hpp;
+// <gexec/graph.hpp> has all of them.
 
 #include "../config.hpp"
 
@@ -204,38 +205,6 @@ inline void check_graph(const graph& g) {
       }
     }
   }
-}
-
-/// A graph that passed check_graph(), immutable from then on: the only form of graph
-/// that models and executors accept, so nothing unchecked reaches planning. Only
-/// validate(), parse_graph() and graph_builder::build() make one; copies share the graph.
-class validated_graph {
- public:
-  /// The empty graph (no nodes, no inputs, no outputs).
-  validated_graph() : graph_(empty()) {}
-  [[nodiscard]] const graph& get() const noexcept { return *graph_; }
-  const graph* operator->() const noexcept { return graph_.get(); }
-  const graph& operator*() const noexcept { return *graph_; }
-  operator const graph&() const noexcept { return *graph_; }  // NOLINT: a validated graph is a graph
-
- private:
-  friend validated_graph validate(graph g);
-  explicit validated_graph(std::shared_ptr<const graph> g) noexcept : graph_(std::move(g)) {}
-  static std::shared_ptr<const graph> empty() {
-    static const auto g = [] {
-      graph e;
-      e.node_row_ptr = {0};
-      return std::make_shared<const graph>(std::move(e));
-    }();
-    return g;
-  }
-  std::shared_ptr<const graph> graph_;
-};
-
-/// Checks `g` (see check_graph) and seals it as a validated_graph.
-inline validated_graph validate(graph g) {
-  check_graph(g);
-  return validated_graph(std::make_shared<const graph>(std::move(g)));
 }
 
 GEXEC_NAMESPACE_END

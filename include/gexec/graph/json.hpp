@@ -28,6 +28,7 @@
 #include "../dtype.hpp"
 #include "../error.hpp"
 #include "data.hpp"
+#include "validated.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 
