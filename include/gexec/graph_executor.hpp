@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -79,7 +80,7 @@ class graph_executor {
 
   // ---- inputs ---------------------------------------------------------------------
 
-  [[nodiscard]] int get_num_inputs() const noexcept { return m_ ? static_cast<int>(m_->graph->arg_nodes.size()) : 0; }
+  [[nodiscard]] int get_num_inputs() const noexcept { return m_ ? static_cast<int>(m_->compact().arg_nodes.size()) : 0; }
   /// Index of an input (arg node, parameters included, as in TVM); -1 when absent.
   [[nodiscard]] int get_input_index(std::string_view name) const {
     auto it = model().input_index.find(std::string(name));
@@ -88,7 +89,7 @@ class graph_executor {
   /// Inputs that are not parameters (of the model, loaded or shared), in graph order.
   [[nodiscard]] std::vector<tensor_info> get_input_info() const {
     std::vector<tensor_info> info;
-    for (std::size_t i = 0; i < model().graph->arg_nodes.size(); ++i)
+    for (std::size_t i = 0; i < model().compact().arg_nodes.size(); ++i)
       if (!self().is_param[i]) info.push_back(describe(input_name(static_cast<int>(i)), model().input_entry(i)));
     return info;
   }
@@ -115,7 +116,7 @@ class graph_executor {
     busy_guard g(self(), "set_input_zero_copy");
     std::uint32_t eid = input_entry(index);
     check_tensor("set_input_zero_copy", input_name(index), eid, value, true);
-    if (model().plan.alias_group_bytes(eid) > value.byte_size())
+    if (model().plan.alias_group_bytes(model().compact(), eid) > value.byte_size())
       throw error(errc::shape_mismatch, "set_input_zero_copy \"" + input_name(index) + "\": a __nop alias of it is larger than the tensor");
     refuse_overlap("set_input_zero_copy \"" + input_name(index) + "\"", value, bound_to::output);
     bind(eid, value.data(), value.storage_owner(), bound_to::input);
@@ -234,13 +235,13 @@ class graph_executor {
 
   // ---- outputs --------------------------------------------------------------------
 
-  [[nodiscard]] int get_num_outputs() const noexcept { return m_ ? static_cast<int>(m_->graph->heads.size()) : 0; }
+  [[nodiscard]] int get_num_outputs() const noexcept { return m_ ? static_cast<int>(m_->compact().heads.size()) : 0; }
   /// Index of an output named "node:i" as TVM names outputs, or by node name alone; -1 when absent.
   [[nodiscard]] int get_output_index(std::string_view name) const {
     if (auto it = model().output_index.find(std::string(name)); it != model().output_index.end()) return it->second;
-    const graph& g = model().graph;
+    const compact_graph& g = model().compact();
     for (std::size_t i = 0; i < g.heads.size(); ++i)
-      if (g.nodes[g.heads[i].node_id].name == name) return static_cast<int>(i);
+      if (g.name(g.heads[i].node_id) == name) return static_cast<int>(i);
     return -1;
   }
   /// Every output's name ("node:i"), shape and dtype, by entry (multi-output nodes included).
@@ -263,8 +264,8 @@ class graph_executor {
     instance& s = self();
     const std::uint32_t root = model().plan.alias_root[eid];
     std::erase_if(s.output_copies, [&](const output_copy& c) { return c.index == index; });
-    if (s.binding[root] == bound_to::output && s.bound_output[root] == index) make_own(eid);  // rebinding this output
-    if (s.input_group[root] || s.binding[root] != bound_to::internal || model().plan.alias_group_bytes(eid) > value.byte_size()) {
+    if (s.binding[root] == bound_to::output && s.bound_output.at(root) == index) make_own(eid);  // rebinding this output
+    if (s.input_group[root] || s.binding[root] != bound_to::internal || model().plan.alias_group_bytes(model().compact(), eid) > value.byte_size()) {
       s.output_copies.push_back({index, eid, value});
     } else {
       bind(eid, value.data(), value.storage_owner(), bound_to::output);
@@ -337,7 +338,7 @@ class graph_executor {
   /// Runs the graph up to and including the node producing entry `entry_id`, and returns
   /// a host copy of that entry (indexed by entry, not node).
   [[nodiscard]] ndarray debug_get_output(std::uint32_t entry_id) {
-    const graph& g = model().graph;
+    const compact_graph& g = model().compact();
     if (entry_id >= g.num_entries())
       throw error(errc::invalid_argument, "debug_get_output: entry " + std::to_string(entry_id) + " out of range (" +
                                               std::to_string(g.num_entries()) + " entries)");
@@ -350,18 +351,19 @@ class graph_executor {
   }
   /// The same for output `index` of the node called `node_name`.
   [[nodiscard]] ndarray debug_get_output(std::string_view node_name, std::uint32_t index = 0) {
-    const graph& g = model().graph;
-    for (std::uint32_t nid = 0; nid < g.nodes.size(); ++nid)
-      if (g.nodes[nid].name == node_name) {
-        if (index >= g.nodes[nid].num_outputs)
+    const compact_graph& g = model().compact();
+    for (std::uint32_t nid = 0; nid < g.num_nodes(); ++nid)
+      if (g.name(nid) == node_name) {
+        if (index >= g.num_outputs(nid))
           throw error(errc::invalid_argument, "debug_get_output: node \"" + std::string(node_name) + "\" has " +
-                                                  std::to_string(g.nodes[nid].num_outputs) + " outputs");
+                                                  std::to_string(g.num_outputs(nid)) + " outputs");
         return debug_get_output(g.entry_id(nid, index));
       }
     throw error(errc::not_found, "debug_get_output: no node named \"" + std::string(node_name) + "\"");
   }
 
-  [[nodiscard]] const gexec::graph& get_graph() const { return model().graph; }
+  /// The graph as gexec::graph (made from the model's compact form on first call).
+  [[nodiscard]] const gexec::graph& get_graph() const { return model().graph.get(); }
   [[nodiscard]] const gexec::plan& get_plan() const { return model().plan; }
   /// Bytes of storage this executor allocated itself (activations, and inputs it holds).
   [[nodiscard]] std::uint64_t storage_bytes() const noexcept { return s_ ? s_->own_bytes : 0; }
@@ -431,8 +433,10 @@ class graph_executor {
     std::vector<std::shared_ptr<void>> storage;  ///< per storage slot: own memory, null until needed
     std::uint64_t own_bytes = 0;
     std::vector<bound_to> binding;    ///< per alias root
-    std::vector<int> bound_output;    ///< per alias root: the output bound there zero-copy
+    std::unordered_map<std::uint32_t, int> bound_output;  ///< per alias root bound to an output: which
     std::vector<bool> input_group;    ///< per alias root: holds a graph input
+    /// Per alias root bound to memory the executor does not own: what keeps it alive.
+    std::unordered_map<std::uint32_t, std::shared_ptr<const void>> owners;
     std::vector<bool> is_param;       ///< per input index
     std::vector<bool> input_set;      ///< per input index: given a value (set, bound, loaded, shared)
     std::size_t unset_inputs = 0;
@@ -458,15 +462,14 @@ class graph_executor {
     explicit instance(const model_state& m)
         : streams(m.backends, make_streams(m)),
           stream_objects(stream_pointers(streams.list)),
-          plan(m.plan),
+          plan(m.plan, m.compact()),
           allocator(m.allocator),
           storage(m.plan.storage.size()),
-          binding(m.plan.entries.size(), bound_to::internal),
-          bound_output(m.plan.entries.size(), -1),
-          input_group(m.plan.entries.size(), false),
-          is_param(m.graph->arg_nodes.size(), false),
-          input_set(m.graph->arg_nodes.size(), false),
-          unset_inputs(m.graph->arg_nodes.size()) {
+          binding(m.plan.num_entries(), bound_to::internal),
+          input_group(m.plan.num_entries(), false),
+          is_param(m.compact().arg_nodes.size(), false),
+          input_set(m.compact().arg_nodes.size(), false),
+          unset_inputs(m.compact().arg_nodes.size()) {
       const gexec::plan& p = m.plan;
       lane_objects.push_back(stream_objects);
       context = m.rt->context();
@@ -498,17 +501,18 @@ class graph_executor {
           zero(m, storage[slots_here[i]].get(), p.storage[slots_here[i]]);
         }
       }
-      for (std::size_t i = 0; i < m.graph->arg_nodes.size(); ++i) {
+      for (std::size_t i = 0; i < m.compact().arg_nodes.size(); ++i) {
         const std::uint32_t root = p.alias_root[m.input_entry(i)];
         input_group[root] = true;
         if (m.params[i].defined()) {
-          plan.bind_alias_group(p, root, m.params[i].data(), m.params[i].storage_owner());
+          plan.bind_alias_group(p, root, m.params[i].data());
+          owners[root] = m.params[i].storage_owner();
           binding[root] = bound_to::model;
           is_param[i] = true;
           mark_set(i);
         }
       }
-      for (std::uint32_t e = 0; e < p.entries.size(); ++e)
+      for (std::uint32_t e = 0; e < p.num_entries(); ++e)
         if (p.alias_root[e] == e && binding[e] == bound_to::internal && storage[m.storage_of(e)]) bind_own(p, e);
     }
     instance(const instance&) = delete;
@@ -552,9 +556,7 @@ class graph_executor {
 
     /// Points root entry `e`'s alias group at its place in its own storage slot.
     void bind_own(const gexec::plan& p, std::uint32_t e) {
-      const std::shared_ptr<void>& buffer = storage[p.entry_slot[e]];
-      std::shared_ptr<void> at(buffer, static_cast<char*>(buffer.get()) + p.entry_offset[e]);
-      plan.bind_alias_group(p, e, at.get(), at);
+      plan.bind_alias_group(p, e, static_cast<char*>(storage[p.entry_slot[e]].get()) + p.entry_offset[e]);
     }
 
     std::vector<std::shared_ptr<void>> allocate(const model_state& m, DLDevice d, std::span<const std::uint64_t> sizes) {
@@ -702,7 +704,7 @@ class graph_executor {
     /// The model device (index into devices()) step k runs on.
     [[nodiscard]] std::uint16_t step_device(std::uint32_t k) const noexcept {
       const gexec::plan& p = ex_.m_->plan;
-      return p.order[p.step_run_of[k]].device;
+      return p.order[p.run_of(k)].device;
     }
     /// Makes sure there are `n` lanes.
     void use_lanes(unsigned n) {
@@ -822,8 +824,9 @@ class graph_executor {
     // The step running, for a C++ exception a kernel or backend lets out of the C ABI.
     const detail::call_step* call = nullptr;
     const detail::copy_step* copy = nullptr;
+    int* const codes = const_cast<int*>(m.plan.codes.data());  // packed calls take int*; kernels only read it
     try {
-      for (const detail::step_run* r = m.plan.order.data() + m.plan.step_run_of[begin]; begin < end; ++r) {
+      for (const detail::step_run* r = m.plan.order.data() + m.plan.run_of(begin); begin < end; ++r) {
         const std::uint32_t lo = r->begin + (begin - r->step);
         const std::uint32_t hi = r->begin + std::min(end - r->step, r->end - r->begin);
         begin = r->step + (hi - r->begin);
@@ -838,7 +841,7 @@ class graph_executor {
             int ret_code = tc_null;
             error_set = false;
             call = c;
-            if (c->fn(c->values, c->codes, c->num_args, &ret, &ret_code, c->resource_handle) != 0) [[unlikely]]
+            if (c->fn(c->values, codes, c->num_args, &ret, &ret_code, c->resource_handle) != 0) [[unlikely]]
               kernel_failed(c->node_id);
             if constexpr (observed) observer.after(event);
           }
@@ -879,7 +882,7 @@ class graph_executor {
   }
 
   [[noreturn]] void kernel_threw(std::uint32_t nid, std::exception_ptr e) const {
-    const node& n = model().graph->nodes[nid];
+    const compact_graph& g = model().compact();
     std::string what = "unknown exception";
     try {
       std::rethrow_exception(e);
@@ -887,8 +890,8 @@ class graph_executor {
       what = x.what();
     } catch (...) {
     }
-    throw error(errc::kernel_failed, "node \"" + n.name + "\" (nodes[" + std::to_string(nid) + "], " + n.func_name +
-                                         ") threw: " + what);
+    throw error(errc::kernel_failed, "node \"" + std::string(g.name(nid)) + "\" (nodes[" + std::to_string(nid) + "], " +
+                                         std::string(g.func_name(nid)) + ") threw: " + what);
   }
 
   /// run() with inputs no one gave a value: an error naming them, unless the model allows it.
@@ -913,7 +916,7 @@ class graph_executor {
     for (std::uint32_t root = 0; root < s.binding.size(); ++root) {
       if (s.binding[root] != other) continue;
       const auto b = reinterpret_cast<std::uintptr_t>(s.plan.entries[root].data);
-      const auto e = b + static_cast<std::uintptr_t>(model().plan.alias_group_bytes(root));
+      const auto e = b + static_cast<std::uintptr_t>(model().plan.alias_group_bytes(model().compact(), root));
       if (lo < e && b < hi)
         throw error(errc::invalid_argument, what + ": the tensor overlaps the one bound zero-copy to " +
                                                 (other == bound_to::input ? "an input" : "an output") + " (entry " + std::to_string(root) +
@@ -931,9 +934,9 @@ class graph_executor {
 
   [[noreturn]] void kernel_failed(std::uint32_t nid) const {
     std::string message = detail::take_last_error();
-    const node& n = model().graph->nodes[nid];
-    throw error(errc::kernel_failed, "node \"" + n.name + "\" (nodes[" + std::to_string(nid) + "], " + n.func_name +
-                                         ") failed: " + (message.empty() ? std::string("no message") : message));
+    const compact_graph& g = model().compact();
+    throw error(errc::kernel_failed, "node \"" + std::string(g.name(nid)) + "\" (nodes[" + std::to_string(nid) + "], " +
+                                         std::string(g.func_name(nid)) + ") failed: " + (message.empty() ? std::string("no message") : message));
   }
 
   // ---- storage and bindings ----------------------------------------------------------
@@ -942,9 +945,10 @@ class graph_executor {
   void bind(std::uint32_t eid, void* data, const std::shared_ptr<const void>& owner, bound_to to) const {
     instance& s = self();
     const std::uint32_t root = model().plan.alias_root[eid];
-    s.plan.bind_alias_group(model().plan, root, data, owner);
+    s.plan.bind_alias_group(model().plan, root, data);
+    s.owners[root] = owner;
     s.binding[root] = to;
-    s.bound_output[root] = -1;
+    s.bound_output.erase(root);
   }
 
   /// Allocates the executor's own memory for `eid`'s storage id, if it has none yet.
@@ -974,8 +978,9 @@ class graph_executor {
     reserve_own(eid);
     const std::uint32_t root = model().plan.alias_root[eid];
     self().bind_own(model().plan, root);
+    self().owners.erase(root);
     self().binding[root] = bound_to::internal;
-    self().bound_output[root] = -1;
+    self().bound_output.erase(root);
   }
   /// Before the first run: input storage no one bound or set gets zeroed memory.
   void allocate_unbound_inputs() {
@@ -1000,34 +1005,36 @@ class graph_executor {
   [[nodiscard]] std::uint32_t output_entry(int index) const {
     if (index < 0 || index >= get_num_outputs())
       throw error(errc::invalid_argument, "output index " + std::to_string(index) + " out of range (" + std::to_string(get_num_outputs()) + " outputs)");
-    return model().graph->entry_id(model().graph->heads[static_cast<std::size_t>(index)]);
+    return model().compact().entry_id(model().compact().heads[static_cast<std::size_t>(index)]);
   }
   [[nodiscard]] std::size_t input_of(std::uint32_t eid) const {
-    return static_cast<std::size_t>(model().input_index.at(model().graph->nodes[node_of(eid)].name));
+    return static_cast<std::size_t>(model().input_index.at(std::string(model().compact().name(node_of(eid)))));
   }
-  [[nodiscard]] const std::string& input_name(int index) const {
-    return model().graph->nodes[model().graph->arg_nodes[static_cast<std::size_t>(index)]].name;
+  [[nodiscard]] std::string input_name(int index) const {
+    return std::string(model().compact().name(model().compact().arg_nodes[static_cast<std::size_t>(index)]));
   }
   [[nodiscard]] int require_input(std::string_view name) const {
     int index = get_input_index(name);
     if (index >= 0) return index;
     std::string known;
-    for (std::size_t i = 0; i < model().graph->arg_nodes.size(); ++i)
+    for (std::size_t i = 0; i < model().compact().arg_nodes.size(); ++i)
       if (!self().is_param[i]) known += (known.empty() ? "" : ", ") + input_name(static_cast<int>(i));
     throw error(errc::not_found, "no input named \"" + std::string(name) + "\" (inputs: " + known + ")");
   }
   [[nodiscard]] std::uint32_t node_of(std::uint32_t eid) const {
-    const auto& rows = model().graph->node_row_ptr;
-    auto it = std::upper_bound(rows.begin(), rows.end(), eid);
-    return static_cast<std::uint32_t>(it - rows.begin() - 1);
+    return model().compact().node_of(eid);
   }
   [[nodiscard]] tensor_info describe(const std::string& name, std::uint32_t eid) const {
-    return {name, model().graph->attrs.shape[eid], model().graph->attrs.dltype[eid]};
+    const auto shape = model().compact().shape(eid);
+    return {name, std::vector<std::int64_t>(shape.begin(), shape.end()), model().compact().dltype[eid]};
   }
   [[nodiscard]] ndarray view_of(std::uint32_t eid) const {
     instance& s = self();
     if (s.plan.entries[eid].data == nullptr) reserve_own(eid);
-    return ndarray::view(s.plan.entries[eid], s.plan.entry_owner[eid]);
+    const std::uint32_t root = model().plan.alias_root[eid];
+    if (s.binding[root] == bound_to::internal) return ndarray::view(s.plan.entries[eid], s.storage[model().storage_of(eid)]);
+    auto it = s.owners.find(root);
+    return ndarray::view(s.plan.entries[eid], it == s.owners.end() ? nullptr : it->second);
   }
 
   /// Checks `value` against entry `eid`: dtype, shape, and for zero-copy use the device,
@@ -1037,8 +1044,8 @@ class graph_executor {
       throw error(code, std::string(what) + " \"" + std::string(name) + "\": " + why);
     };
     if (!value.defined()) fail(errc::invalid_argument, "undefined tensor");
-    const auto& shape = model().graph->attrs.shape[eid];
-    DLDataType dtype = model().graph->attrs.dltype[eid];
+    const auto shape = model().compact().shape(eid);
+    DLDataType dtype = model().compact().dltype[eid];
     if (!same_dtype(value.dtype(), dtype)) fail(errc::dtype_mismatch, "dtype is " + to_string(value.dtype()) + ", expected " + to_string(dtype));
     if (!std::equal(shape.begin(), shape.end(), value.shape().begin(), value.shape().end()))
       fail(errc::shape_mismatch, "shape is " + detail::shape_to_string(value.shape()) + ", expected " + detail::shape_to_string(shape));

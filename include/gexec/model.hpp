@@ -104,7 +104,7 @@ class basic_model {
     s->max_storage_bytes = options.max_storage_bytes ? options.max_storage_bytes : detail::physical_memory();
     s->max_workspace_bytes = options.max_workspace_bytes ? options.max_workspace_bytes : detail::physical_memory();
     s->zero_unset_inputs = options.zero_unset_inputs;
-    const gexec::graph& gr = s->graph;
+    const compact_graph& gr = s->compact();
     if (s->devices.empty()) throw error(errc::invalid_argument, "model: no device given");
     for (const DLDevice& d : s->devices)
       if (!Backends::serves(d.device_type)) throw error(errc::device_mismatch, "model: no backend serves " + to_string(d));
@@ -113,18 +113,19 @@ class basic_model {
     const gexec::plan& p = s->plan;
     check_storage_fits(p);
     std::vector<std::uint32_t> count(p.storage.size() + 1, 0);
-    for (std::uint32_t e = 0; e < p.entries.size(); ++e)
+    for (std::uint32_t e = 0; e < p.num_entries(); ++e)
       if (p.alias_root[e] == e && p.storage[s->storage_of(e)].kind == storage_kind::input) ++count[s->storage_of(e) + 1];
     s->device_table = &detail::device_table_for<Backends>;
     for (std::size_t i = 1; i < count.size(); ++i) count[i] += count[i - 1];
     s->input_roots_begin = count;
     s->input_roots.resize(count.back());
-    for (std::uint32_t e = 0; e < p.entries.size(); ++e)
+    for (std::uint32_t e = 0; e < p.num_entries(); ++e)
       if (p.alias_root[e] == e && p.storage[s->storage_of(e)].kind == storage_kind::input) s->input_roots[count[s->storage_of(e)]++] = e;
 
-    for (std::size_t i = 0; i < gr.arg_nodes.size(); ++i) s->input_index.emplace(gr.nodes[gr.arg_nodes[i]].name, static_cast<int>(i));
+    for (std::size_t i = 0; i < gr.arg_nodes.size(); ++i) s->input_index.emplace(gr.name(gr.arg_nodes[i]), static_cast<int>(i));
+    s->output_names.reserve(gr.heads.size());
     for (std::size_t i = 0; i < gr.heads.size(); ++i) {
-      s->output_names.push_back(gr.nodes[gr.heads[i].node_id].name + ":" + std::to_string(i));
+      s->output_names.push_back(std::string(gr.name(gr.heads[i].node_id)) + ":" + std::to_string(i));
       s->output_index.emplace(s->output_names.back(), static_cast<int>(i));
     }
     place_params(*s, params);
@@ -157,7 +158,10 @@ class basic_model {
   /// A new executor: its own activations, the model's parameters read in place.
   [[nodiscard]] executor instantiate() const { return executor(state_); }
 
-  [[nodiscard]] const gexec::graph& graph() const noexcept { return state_->graph; }
+  /// The graph as gexec::graph (made from the compact form on first call).
+  [[nodiscard]] const gexec::graph& graph() const { return state_->graph.get(); }
+  /// The graph as the model keeps it.
+  [[nodiscard]] const compact_graph& compact() const noexcept { return state_->compact(); }
   [[nodiscard]] const gexec::plan& plan() const noexcept { return state_->plan; }
   [[nodiscard]] const std::vector<DLDevice>& devices() const noexcept { return state_->devices; }
   [[nodiscard]] const std::shared_ptr<runtime>& get_runtime() const noexcept { return state_->rt; }
@@ -180,7 +184,7 @@ class basic_model {
   /// else a copy made through the device's backend. Names that are not inputs are
   /// ignored, as TVM ignores them.
   static void place_params(state& s, const param_dict& params) {
-    const gexec::graph& g = s.graph;
+    const compact_graph& g = s.compact();
     s.params.resize(g.arg_nodes.size());
     for (const auto& item : params) {
       const std::string& name = item.first;
@@ -188,7 +192,7 @@ class basic_model {
       auto it = s.input_index.find(name);
       if (it == s.input_index.end()) continue;
       const std::uint32_t eid = s.input_entry(static_cast<std::size_t>(it->second));
-      const DLTensor& want = s.plan.entries[eid];
+      const DLTensor want = s.plan.entry_tensor(g, eid);
       auto fail = [&](errc code, const std::string& why) { throw error(code, "model parameter \"" + name + "\": " + why); };
       if (!value.defined()) fail(errc::invalid_argument, "undefined tensor");
       if (!same_dtype(value.dtype(), want.dtype)) fail(errc::dtype_mismatch, "dtype is " + to_string(value.dtype()) + ", expected " + to_string(want.dtype));
@@ -196,7 +200,7 @@ class basic_model {
         fail(errc::shape_mismatch, "shape is " + detail::shape_to_string(value.shape()) + ", expected " +
                                        detail::shape_to_string({want.shape, static_cast<std::size_t>(want.ndim)}));
       if (!value.is_contiguous()) fail(errc::invalid_argument, "tensor is strided");
-      if (s.plan.alias_group_bytes(eid) > value.byte_size()) fail(errc::shape_mismatch, "a __nop alias of it is larger than the tensor");
+      if (s.plan.alias_group_bytes(g, eid) > value.byte_size()) fail(errc::shape_mismatch, "a __nop alias of it is larger than the tensor");
       ndarray placed;
       if (same_device(value.device(), want.device) && value.is_aligned()) {
         placed = value;

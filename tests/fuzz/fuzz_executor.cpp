@@ -118,8 +118,8 @@ void plan_in_bounds(const gexec::validated_graph& g, const gexec::registry& kern
     for (std::size_t e = 0; e < p.entries.size(); ++e)
       if ((run || p.entries[e].data != nullptr) && !inside_allocation(p.entries[e]))
         property_failed("a planned entry lies outside the memory allocated for it", "entry " + std::to_string(e));
-    for (std::size_t i = 0; i < p.args.size(); ++i)
-      if ((run || p.args[i].data != nullptr) && !inside_allocation(p.args[i]))
+    for (std::size_t i = 0; i < p.values.size(); ++i)
+      if (const auto& arg = *static_cast<const DLTensor*>(p.values[i].v_handle); (run || arg.data != nullptr) && !inside_allocation(arg))
         property_failed("a planned kernel argument lies outside the memory allocated for it", "argument " + std::to_string(i));
   } catch (const gexec::error&) {
   }

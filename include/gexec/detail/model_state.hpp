@@ -47,7 +47,9 @@ struct model_state {
   /// same library share it (the parsed embedded factory); may be null.
   std::shared_ptr<const void> source;
 
-  [[nodiscard]] std::uint32_t input_entry(std::size_t index) const { return graph->entry_id(graph->arg_nodes[index], 0); }
+  /// The graph as planning reads it (the node-per-struct form is made only on request).
+  [[nodiscard]] const compact_graph& compact() const noexcept { return graph.compact(); }
+  [[nodiscard]] std::uint32_t input_entry(std::size_t index) const { return compact().entry_id(compact().arg_nodes[index], 0); }
   /// Limits from model_options, and whether inputs never given a value run as zeros.
   std::uint64_t max_storage_bytes = UINT64_MAX;
   std::uint64_t max_workspace_bytes = UINT64_MAX;
@@ -60,7 +62,7 @@ struct model_state {
 
   /// The steps' dependency edges, made on first use (by a parallel execution policy).
   [[nodiscard]] const step_graph& dependencies() const {
-    std::call_once(step_graph_once_, [&] { step_graph_ = std::make_unique<step_graph>(make_step_graph(graph, plan)); });
+    std::call_once(step_graph_once_, [&] { step_graph_ = std::make_unique<step_graph>(make_step_graph(graph.compact(), plan)); });
     return *step_graph_;
   }
 

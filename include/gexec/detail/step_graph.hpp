@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "../graph/data.hpp"
+#include "../graph/compact.hpp"
 #include "../plan.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -41,30 +41,32 @@ inline bool covers(std::vector<std::pair<std::uint64_t, std::uint64_t>>& parts, 
   return lo >= hi;
 }
 
-inline step_graph make_step_graph(const graph& g, const plan& p) {
+inline step_graph make_step_graph(const compact_graph& g, const plan& p) {
   const auto n_steps = static_cast<std::uint32_t>(p.step_node.size());
+  const auto n_entries = static_cast<std::uint32_t>(g.num_entries());
   constexpr std::uint32_t none = UINT32_MAX;
-  std::vector<std::uint32_t> step_of_node(g.nodes.size(), none);
+  std::vector<std::uint32_t> step_of_node(g.num_nodes(), none);
   for (std::uint32_t k = 0; k < n_steps; ++k) step_of_node[p.step_node[k]] = k;
 
-  // Per value: the step writing it and the steps reading it (CSR).
-  const std::size_t n_values = p.values.values.size();
-  std::vector<std::uint32_t> writer(n_values, none);
-  std::vector<std::uint32_t> readers_begin(n_values + 1, 0), readers;
+  // Per value (an alias group, named by its root entry): the step writing it and the
+  // steps reading it (CSR).
+  auto value = [&](const node_entry& in) { return p.alias_root[g.entry_id(in)]; };
+  std::vector<std::uint32_t> writer(n_entries, none);
+  std::vector<std::uint32_t> readers_begin(std::size_t{n_entries} + 1, 0), readers;
   for (std::uint32_t k = 0; k < n_steps; ++k) {
     const std::uint32_t nid = p.step_node[k];
-    for (std::uint32_t o = 0; o < g.nodes[nid].num_outputs; ++o) {
+    for (std::uint32_t o = 0; o < g.num_outputs(nid); ++o) {
       const std::uint32_t e = g.entry_id(nid, o);
-      if (p.alias_root[e] == e) writer[p.value_of[e]] = k;
+      if (p.alias_root[e] == e) writer[e] = k;
     }
-    for (const node_entry& in : g.nodes[nid].inputs) ++readers_begin[p.value_of[g.entry_id(in)] + 1];
+    for (const node_entry& in : g.node_inputs(nid)) ++readers_begin[value(in) + 1];
   }
-  for (std::size_t v = 0; v < n_values; ++v) readers_begin[v + 1] += readers_begin[v];
+  for (std::size_t v = 0; v < n_entries; ++v) readers_begin[v + 1] += readers_begin[v];
   readers.resize(readers_begin.back());
   {
     std::vector<std::uint32_t> fill(readers_begin.begin(), readers_begin.end() - 1);
     for (std::uint32_t k = 0; k < n_steps; ++k)
-      for (const node_entry& in : g.nodes[p.step_node[k]].inputs) readers[fill[p.value_of[g.entry_id(in)]]++] = k;
+      for (const node_entry& in : g.node_inputs(p.step_node[k])) readers[fill[value(in)]++] = k;
   }
 
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
@@ -72,36 +74,39 @@ inline step_graph make_step_graph(const graph& g, const plan& p) {
     if (from != none && to != none && from != to) edges.emplace_back(from, to);
   };
   for (std::uint32_t k = 0; k < n_steps; ++k) {
-    const node& n = g.nodes[p.step_node[k]];
-    for (const node_entry& in : n.inputs) edge(writer[p.value_of[g.entry_id(in)]], k);
-    for (std::uint32_t dep : n.control_deps) {
-      if (step_of_node[dep] != none) {
-        edge(step_of_node[dep], k);
-      } else {  // a node without a step (an input, an aliasing __nop): what it stands for
-        for (const node_entry& in : g.nodes[dep].inputs) edge(writer[p.value_of[g.entry_id(in)]], k);
+    const std::uint32_t nid = p.step_node[k];
+    for (const node_entry& in : g.node_inputs(nid)) edge(writer[value(in)], k);
+    if (const auto* extra = g.extra(nid))
+      for (std::uint32_t dep : extra->control_deps) {
+        if (step_of_node[dep] != none) {
+          edge(step_of_node[dep], k);
+        } else {  // a node without a step (an input, an aliasing __nop): what it stands for
+          for (const node_entry& in : g.node_inputs(dep)) edge(writer[value(in)], k);
+        }
       }
-    }
   }
 
-  // Storage reuse: per slot, the values in order of their first step; a value's writer
-  // waits for the readers (and the writer) of each earlier value sharing its bytes.
-  // Scanning back, an earlier value whose bytes are covered by a later one already
-  // waited on is ordered before it, and needs no edge of its own.
-  const storage_problem& sp = p.values;
+  // Storage reuse: per slot, the values in order of the node writing them (entries are
+  // numbered in node order); a value's writer waits for the readers (and the writer) of
+  // each earlier value sharing its bytes. Scanning back, an earlier value whose bytes
+  // are covered by a later one already waited on is ordered before it, and needs no
+  // edge of its own.
+  std::vector<bool> is_input(n_entries, false);
+  for (std::uint32_t nid : g.arg_nodes) is_input[p.alias_root[g.entry_id(nid, 0)]] = true;
   std::vector<std::vector<std::uint32_t>> by_slot(p.storage.size());
-  for (std::uint32_t v = 0; v < n_values; ++v)
-    if (!sp.values[v].is_input) by_slot[p.entry_slot[sp.values[v].root]].push_back(v);
+  for (std::uint32_t v = 0; v < n_entries; ++v)
+    if (p.alias_root[v] == v && !is_input[v]) by_slot[p.entry_slot[v]].push_back(v);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> covered;
+  auto extent = [&](std::uint32_t v) { return std::max<std::uint64_t>(p.alias_group_bytes(g, v), 1); };
   for (auto& members : by_slot) {
-    std::sort(members.begin(), members.end(), [&](std::uint32_t a, std::uint32_t b) { return sp.values[a].first < sp.values[b].first; });
     for (std::size_t i = 1; i < members.size(); ++i) {
       const std::uint32_t v = members[i];
-      const std::uint64_t lo = p.entry_offset[sp.values[v].root], hi = lo + std::max<std::uint64_t>(sp.values[v].bytes, 1);
+      const std::uint64_t lo = p.entry_offset[v], hi = lo + extent(v);
       covered.clear();
       for (std::size_t j = i; j-- > 0 && !covers(covered, lo, hi);) {
         const std::uint32_t u = members[j];
-        const std::uint64_t ulo = std::max(lo, p.entry_offset[sp.values[u].root]);
-        const std::uint64_t uhi = std::min(hi, p.entry_offset[sp.values[u].root] + std::max<std::uint64_t>(sp.values[u].bytes, 1));
+        const std::uint64_t ulo = std::max(lo, p.entry_offset[u]);
+        const std::uint64_t uhi = std::min(hi, p.entry_offset[u] + extent(u));
         if (ulo >= uhi) continue;
         const bool hidden = std::any_of(covered.begin(), covered.end(), [&](const auto& c) { return c.first <= ulo && uhi <= c.second; });
         if (hidden) continue;

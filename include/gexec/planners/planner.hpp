@@ -156,7 +156,8 @@ inline void check_assignment(const storage_problem& p, const storage_assignment&
   // Per slot, a sweep over time: the values still live when a value is written must not share its bytes.
   std::vector<std::uint32_t> live;
   for (auto& members : by_slot) {
-    std::sort(members.begin(), members.end(), [&](std::uint32_t x, std::uint32_t y) { return p.values[x].first < p.values[y].first; });
+    auto by_first = [&](std::uint32_t x, std::uint32_t y) { return p.values[x].first < p.values[y].first; };
+    if (!std::is_sorted(members.begin(), members.end(), by_first)) std::sort(members.begin(), members.end(), by_first);  // mostly in order already
     live.clear();
     for (std::uint32_t i : members) {
       const storage_value& v = p.values[i];
