@@ -18,6 +18,8 @@
 #include <dlpack/dlpack.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -43,35 +45,60 @@ class graph_scanner {
 
   bool run() {
     if (static_cast<std::size_t>(end_ - begin_) >= std::numeric_limits<std::uint32_t>::max()) return false;
+    // The text must end in '}' and whitespace. That last '}' bounds every read below that
+    // is not checked against the end: whitespace and digits stop at it, quotes and the
+    // other expected characters are not it, and only the graph object may close there.
+    const char* t = end_;
+    while (t != begin_ && is_ws(t[-1])) --t;
+    if (t == begin_ || t[-1] != '}') return false;
+    last_ = t - 1;
     estimate();
     if (!graph_object()) return false;
-    skip_ws();
+    while (p_ != end_ && is_ws(*p_)) ++p_;
     return p_ == end_ && finish();
   }
 
  private:
   // ---- characters ---------------------------------------------------------------
 
-  static bool is_ws(char c) noexcept { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+  static bool is_ws(char c) noexcept { return ws_table[static_cast<unsigned char>(c)] != 0; }
   void skip_ws() noexcept {
-    while (p_ != end_ && static_cast<unsigned char>(*p_) <= ' ' && is_ws(*p_)) ++p_;
+    while (is_ws(*p_)) ++p_;
   }
-  /// Skips whitespace, then consumes `c` if it is next.
+  /// Skips whitespace, then consumes `c` (not '}') if it is next.
   bool eat(char c) noexcept {
-    if (p_ != end_ && *p_ == c) return ++p_, true;
+    if (*p_ == c) return ++p_, true;
     skip_ws();
-    if (p_ != end_ && *p_ == c) return ++p_, true;
+    if (*p_ == c) return ++p_, true;
     return false;
   }
-  /// After a value in an array or object: true on ',' (another follows), false on
-  /// `close` (consumed); `bad` is set on anything else.
-  bool next_or_close(char close, bool& bad) noexcept {
+  /// eat(c) for ':' or ',', and one space after it (as TVM writes them).
+  bool eat_sep(char c) noexcept {
+    if (!eat(c)) return false;
+    p_ += *p_ == ' ';
+    return true;
+  }
+  /// Skips whitespace; whether `c` is next (not consumed).
+  bool peek(char c) noexcept {
     skip_ws();
-    if (p_ != end_) {
-      if (*p_ == ',') return ++p_, true;
-      if (*p_ == close) return ++p_, false;
+    return *p_ == c;
+  }
+  /// After a value in an array or object: true on ',' (another follows), false on
+  /// `close` (consumed); `bad` is set on anything else, and on an inner object closing
+  /// at the text's last '}'.
+  bool next_or_close(char close, bool& bad, bool top = false) noexcept {
+    skip_ws();
+    const char c = *p_;
+    if (c == ',') {
+      ++p_;
+      p_ += *p_ == ' ';
+      return true;
     }
-    bad = true;
+    if (c != close || (p_ == last_ && !top)) {
+      bad = true;
+      return false;
+    }
+    ++p_;
     return false;
   }
   /// Consumes `k` followed by a closing quote (the opening one already consumed).
@@ -80,6 +107,14 @@ class graph_scanner {
     constexpr std::size_t len = N - 1;
     if (static_cast<std::size_t>(end_ - p_) <= len || std::memcmp(p_, k, len) != 0 || p_[len] != '"') return false;
     p_ += len + 1;
+    return true;
+  }
+  /// Consumes the characters of `k` if they come next, as they are.
+  template <std::size_t N>
+  bool lit(const char (&k)[N]) noexcept {
+    constexpr std::size_t len = N - 1;
+    if (last_ - p_ < static_cast<std::ptrdiff_t>(len) || std::memcmp(p_, k, len) != 0) return false;
+    p_ += len;
     return true;
   }
   /// `"k"` as a whole string value.
@@ -102,7 +137,16 @@ class graph_scanner {
       const std::uint64_t x = load8(p_);
       const std::uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
       const std::uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x) | ((x + ones * 1) & highs) | x;
-      if ((special & highs) != 0) break;  // a quote, backslash, control or non-ASCII byte, or DEL (0x7f + 1 sets the high bit)
+      // A quote, backslash, control or non-ASCII byte, or DEL (0x7f + 1 sets the high bit).
+      // Borrows and carries run toward later bytes only, so the first byte flagged is one.
+      if ((special & highs) != 0) {
+        if constexpr (std::endian::native != std::endian::little) break;
+        p_ += std::countr_zero(special & highs) / 8;
+        if (*p_ != '"') return false;
+        out = std::string_view(s, static_cast<std::size_t>(p_ - s));
+        ++p_;
+        return true;
+      }
       p_ += 8;
     }
     for (; p_ != end_; ++p_) {
@@ -117,23 +161,38 @@ class graph_scanner {
     return false;
   }
   bool string_value(std::string_view& out) noexcept { return eat('"') && string_body(out); }
+  /// Consumes the rest of a string (opening quote consumed) if it is `same`, a view
+  /// into the text that string_body() returned.
+  bool same_string(std::string_view same) noexcept {
+    const std::size_t k = same.size() + 1;  // with its closing quote
+    if (same.empty() || static_cast<std::size_t>(end_ - p_) < k) return false;
+    if constexpr (std::endian::native == std::endian::little) {
+      if (k <= 8 && end_ - p_ >= 8 && end_ - same.data() >= 8) {
+        const std::uint64_t mask = k == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * k)) - 1;
+        if (((load8(p_) ^ load8(same.data())) & mask) != 0) return false;
+        p_ += k;
+        return true;
+      }
+    }
+    if (std::memcmp(p_, same.data(), k) != 0) return false;
+    p_ += k;
+    return true;
+  }
 
   // ---- numbers -------------------------------------------------------------------
 
+  static unsigned digit(char c) noexcept { return static_cast<unsigned char>(c - '0'); }
   /// A JSON integer in [lo, hi] with at most 18 digits.
   bool integer(std::int64_t& out, std::int64_t lo, std::int64_t hi) noexcept {
-    skip_ws();
-    bool neg = false;
-    if (p_ != end_ && *p_ == '-') {
-      neg = true;
-      ++p_;
-    }
+    if (digit(*p_) >= 10) skip_ws();
+    const bool neg = *p_ == '-';
+    p_ += neg;
     const char* s = p_;
     std::uint64_t v = 0;
-    while (p_ != end_ && static_cast<unsigned char>(*p_ - '0') < 10) v = v * 10 + static_cast<unsigned>(*p_++ - '0');
+    for (unsigned e; (e = digit(*p_)) < 10; ++p_) v = v * 10 + e;
     const auto digits = p_ - s;
     if (digits == 0 || digits > 18 || (*s == '0' && digits > 1)) return false;
-    if (p_ != end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;
+    // A fraction or exponent after the digits fails the caller's check of what comes next.
     const std::int64_t x = neg ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
     if ((neg && v == 0) || x < lo || x > hi) return false;  // "-0": left to the other readers
     out = x;
@@ -141,37 +200,48 @@ class graph_scanner {
   }
   /// A non-negative JSON integer that fits in 32 bits.
   bool u32(std::uint32_t& out) noexcept {
-    skip_ws();
-    const char* s = p_;
-    std::uint64_t v = 0;
-    while (p_ != end_ && static_cast<unsigned char>(*p_ - '0') < 10) v = v * 10 + static_cast<unsigned>(*p_++ - '0');
+    unsigned d = digit(*p_);
+    if (d >= 10) {
+      skip_ws();
+      d = digit(*p_);
+      if (d >= 10) return false;
+    }
+    const char* s = p_++;
+    std::uint64_t v = d;
+    for (unsigned e; (e = digit(*p_)) < 10; ++p_) v = v * 10 + e;
     const auto digits = p_ - s;
-    if (digits == 0 || digits > 10 || (*s == '0' && digits > 1) || v > std::numeric_limits<std::uint32_t>::max()) return false;
-    if (p_ != end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;
+    if (digits > 10 || (d == 0 && digits > 1) || v > std::numeric_limits<std::uint32_t>::max()) return false;
+    // A fraction or exponent after the digits fails the caller's check of what comes next.
     out = static_cast<std::uint32_t>(v);
     return true;
   }
   /// A string of decimal digits as TVM writes numeric node attributes (std::from_chars
-  /// into uint32: leading zeros allowed, nothing else).
-  bool u32_string(std::uint32_t& out) noexcept {
-    if (!eat('"')) return false;
+  /// into uint32: leading zeros allowed, nothing else), its opening quote consumed.
+  bool u32_body(std::uint32_t& out) noexcept {
+    if (const unsigned d = digit(*p_); d < 10 && p_[1] == '"') {  // one digit, as TVM writes most of them
+      out = d;
+      p_ += 2;
+      return true;
+    }
     const char* s = p_;
     std::uint64_t v = 0;
-    while (p_ != end_ && static_cast<unsigned char>(*p_ - '0') < 10) v = v * 10 + static_cast<unsigned>(*p_++ - '0');
+    while (static_cast<unsigned char>(*p_ - '0') < 10) v = v * 10 + static_cast<unsigned>(*p_++ - '0');
     const auto digits = p_ - s;
-    if (digits == 0 || digits > 19 || v > std::numeric_limits<std::uint32_t>::max() || p_ == end_ || *p_ != '"') return false;
+    if (digits == 0 || digits > 19 || v > std::numeric_limits<std::uint32_t>::max() || *p_ != '"') return false;
     ++p_;
     out = static_cast<std::uint32_t>(v);
     return true;
   }
   /// [node, index] or [node, index, version]
   bool entry(node_entry& e) noexcept {
-    if (!eat('[') || !u32(e.node_id) || !eat(',') || !u32(e.index)) return false;
-    if (eat(']')) {
+    if (!eat('[') || !u32(e.node_id) || !eat_sep(',') || !u32(e.index)) return false;
+    skip_ws();
+    if (*p_ == ']') {
+      ++p_;
       e.version = 0;
       return true;
     }
-    return eat(',') && u32(e.version) && eat(']');
+    return eat_sep(',') && u32(e.version) && eat(']');
   }
 
   // ---- sizes -----------------------------------------------------------------------
@@ -207,8 +277,14 @@ class graph_scanner {
     const void* close = std::memchr(s, ']', static_cast<std::size_t>(end_ - s));
     if (!close) return;
     const char* c = static_cast<const char*>(close);
+    const auto len = static_cast<std::size_t>(c - s);
     std::size_t commas = 0;
-    for (const char* t = s; t != c; ++t) commas += *t == ',';
+    for (std::size_t k = 0; k < len; k += 4096) {  // in blocks that a 32-bit count holds, so that it vectorizes
+      std::uint32_t block = 0;
+      const std::size_t stop = std::min(len, k + 4096);
+      for (std::size_t j = k; j < stop; ++j) block += s[j] == ',' ? 1u : 0u;
+      commas += block;
+    }
     const char* t = c;
     while (t != s && is_ws(t[-1])) --t;
     std::uint64_t last = 0, scale = 1;
@@ -247,8 +323,14 @@ class graph_scanner {
     bool bad = false;
     do {
       if (!eat('"')) return false;
-      const unsigned bit = word("nodes") ? 1u : word("arg_nodes") ? 2u : word("node_row_ptr") ? 4u : word("heads") ? 8u : word("attrs") ? 16u : 0u;
-      if (bit == 0 || (seen & bit) || !eat(':')) return false;  // an unknown key, "metadata", or a repeated key
+      unsigned bit = 0;
+      switch (*p_) {
+        case 'n': bit = word("nodes") ? 1u : word("node_row_ptr") ? 4u : 0u; break;
+        case 'a': bit = word("arg_nodes") ? 2u : word("attrs") ? 16u : 0u; break;
+        case 'h': bit = word("heads") ? 8u : 0u; break;
+        default: break;
+      }
+      if (bit == 0 || (seen & bit) || !eat_sep(':')) return false;  // an unknown key, "metadata", or a repeated key
       seen |= bit;
       bool ok = false;
       switch (bit) {
@@ -259,13 +341,13 @@ class graph_scanner {
         default: ok = graph_attrs(); break;
       }
       if (!ok) return false;
-    } while (next_or_close('}', bad));
+    } while (next_or_close('}', bad, true));
     return !bad && seen == 31;
   }
 
   bool u32_list(std::vector<std::uint32_t>& out) {
     if (!eat('[')) return false;
-    if (eat(']')) return true;
+    if (peek(']')) return ++p_, true;
     bool bad = false;
     do {
       std::uint32_t x = 0;
@@ -277,7 +359,7 @@ class graph_scanner {
 
   bool heads() {
     if (!eat('[')) return false;
-    if (eat(']')) return true;
+    if (peek(']')) return ++p_, true;
     bool bad = false;
     do {
       node_entry e;
@@ -289,7 +371,8 @@ class graph_scanner {
 
   /// node_row_ptr: compared with the rows the nodes made if they came first, kept to
   /// check the nodes against otherwise.
-  bool row_ptr() {
+  // Everything it calls inlined: the per-node and per-entry loops run here.
+  [[gnu::flatten]] bool row_ptr() {
     auto& rows = g_.node_row_ptr;
     if (!eat('[')) return false;
     if (!nodes_read_) {
@@ -308,7 +391,7 @@ class graph_scanner {
     return !bad && k == rows.size();
   }
   bool u32_list_tail(std::vector<std::uint32_t>& out) {
-    if (eat(']')) return true;
+    if (peek(']')) return ++p_, true;
     bool bad = false;
     do {
       std::uint32_t x = 0;
@@ -320,7 +403,8 @@ class graph_scanner {
 
   // ---- nodes ---------------------------------------------------------------------
 
-  bool nodes() {
+  // Everything it calls inlined: the per-node and per-entry loops run here.
+  [[gnu::flatten]] bool nodes() {
     if (!eat('[')) return false;
     std::size_t n = est_nodes_;
     if (rows_given_) n = g_.node_row_ptr.size() - 1;
@@ -358,6 +442,7 @@ class graph_scanner {
     std::string_view func_name;
     std::uint32_t num_inputs = 0, num_outputs = 1, flatten = 0;
     std::uint32_t n_inputs = 0;
+    std::uint32_t fid = compact_graph::no_func;  // known when the name is the last one interned
   };
 
   bool node(std::uint32_t i) {
@@ -365,34 +450,74 @@ class graph_scanner {
     node_state st;
     unsigned seen = 0;
     extra_.clear();
-    bool bad = false;
-    do {
-      if (!eat('"')) return false;
-      const unsigned bit = word("op") ? k_op : word("name") ? k_name : word("inputs") ? k_inputs : (word("attrs") || word("attr")) ? k_attrs : 0u;
-      // "attrs" and "attr" both in one node: the document reader merges them; left to it.
-      if (bit == 0 || (seen & bit) || !eat(':')) return false;
+    // A key not seen before in this object, then ':'. "attrs" and "attr" both in one
+    // node: the document reader merges them; left to it.
+    auto key = [&](unsigned bit) {
+      if (seen & bit) return false;
       seen |= bit;
-      bool ok = false;
-      switch (bit) {
-        case k_op:
-          ok = eat('"') && (word("tvm_op") ? (st.op = op_tvm, true) : word("null") ? (st.op = op_null, true) : false);
-          break;
-        case k_name: {
-          std::string_view name;
-          ok = string_value(name);
-          if (ok) {
-            room(g_.names, name.size(), i, est_nodes_);
-            g_.names.append(name);
+      return eat_sep(':');
+    };
+    auto member = [&] {
+      if (!eat('"')) return false;
+      switch (*p_) {
+        case 'o':
+          if (!word("op") || !key(k_op) || !eat('"')) return false;
+          if (word("tvm_op")) {
+            st.op = op_tvm;
+          } else if (word("null")) {
+            st.op = op_null;
+          } else {
+            return false;
           }
-          break;
-        }
-        case k_inputs: ok = inputs(i, st); break;
-        default: ok = node_attrs(st); break;
+          return true;
+        case 'n':
+          return word("name") && key(k_name) && eat('"') && name_body(i);
+        case 'i':
+          return word("inputs") && key(k_inputs) && inputs(i, st);
+        case 'a':
+          return (word("attrs") || word("attr")) && key(k_attrs) && node_attrs(st);
+        default:
+          return false;
       }
-      if (!ok) return false;
-    } while (next_or_close('}', bad));
+    };
+    // TVM writes "op", "name", "attrs", "inputs" in this order and spacing: read as
+    // literals as far as they match, then member by member.
+    bool read = false;
+    if (lit(R"("op": "tvm_op", "name": ")")) {
+      st.op = op_tvm;
+      read = true;
+    } else if (lit(R"("op": "null", "name": ")")) {
+      st.op = op_null;
+      read = true;
+    }
+    if (read) {
+      seen = k_op | k_name;
+      if (!name_body(i)) return false;
+      if (lit(R"(, "attrs": )")) {
+        seen |= k_attrs;
+        if (!node_attrs(st)) return false;
+      }
+      if (lit(R"(, "inputs": )")) {
+        seen |= k_inputs;
+        if (!inputs(i, st)) return false;
+      }
+    } else if (!member()) {
+      return false;
+    }
+    bool bad = false;
+    while (next_or_close('}', bad))
+      if (!member()) return false;
     if (bad || (seen & 7) != 7) return false;
     return node_done(i, st, (seen & k_attrs) != 0);
+  }
+
+  /// A node's name, its opening quote consumed.
+  bool name_body(std::uint32_t i) {
+    std::string_view name;
+    if (!string_body(name)) return false;
+    room(g_.names, name.size(), i, est_nodes_);
+    g_.names.append(name);
+    return true;
   }
 
   bool inputs(std::uint32_t i, node_state& st) {
@@ -413,29 +538,54 @@ class graph_scanner {
   bool node_attrs(node_state& st) {
     if (!eat('{')) return false;
     unsigned seen = 0;
-    bool bad = false;
-    do {
-      if (!eat('"')) return false;
-      const unsigned bit = word("func_name") ? 1u : word("num_inputs") ? 2u : word("num_outputs") ? 4u : word("flatten_data") ? 8u : 0u;
-      if (bit == 0) {
-        std::string_view key, value;
-        if (!string_body(key) || !eat(':') || !string_value(value) || extra_.size() >= max_extra) return false;
-        for (const auto& kv : extra_)
-          if (kv.first == key) return false;  // a repeated key
-        extra_.emplace_back(key, value);
-        continue;
-      }
-      if ((seen & bit) || !eat(':')) return false;
+    auto key = [&](unsigned bit) {
+      if (seen & bit) return false;
       seen |= bit;
-      bool ok = false;
-      switch (bit) {
-        case 1: ok = string_value(st.func_name); break;
-        case 2: ok = u32_string(st.num_inputs); break;
-        case 4: ok = u32_string(st.num_outputs); break;
-        default: ok = u32_string(st.flatten); break;
+      return eat_sep(':');
+    };
+    auto func_body = [&] {
+      if (same_string(last_func_)) {  // the kernel of the node before, as in chains
+        st.func_name = last_func_;
+        st.fid = last_fid_;
+        return true;
       }
-      if (!ok) return false;
-    } while (next_or_close('}', bad));
+      return string_body(st.func_name);
+    };
+    auto member = [&] {
+      if (!eat('"')) return false;
+      if (*p_ == 'f' && word("func_name")) return key(1) && eat('"') && func_body();
+      if (*p_ == 'n' && word("num_inputs")) return key(2) && eat('"') && u32_body(st.num_inputs);
+      if (*p_ == 'n' && word("num_outputs")) return key(4) && eat('"') && u32_body(st.num_outputs);
+      if (*p_ == 'f' && word("flatten_data")) return key(8) && eat('"') && u32_body(st.flatten);
+      std::string_view name, value;
+      if (!string_body(name) || !eat_sep(':') || !string_value(value) || extra_.size() >= max_extra) return false;
+      for (const auto& kv : extra_)
+        if (kv.first == name) return false;  // a repeated key
+      extra_.emplace_back(name, value);
+      return true;
+    };
+    // TVM's order and spacing first, as literals, as far as they match.
+    if (lit(R"("num_outputs": ")")) {
+      seen = 4;
+      if (!u32_body(st.num_outputs)) return false;
+      if (lit(R"(, "num_inputs": ")")) {
+        seen |= 2;
+        if (!u32_body(st.num_inputs)) return false;
+        if (lit(R"(, "flatten_data": ")")) {
+          seen |= 8;
+          if (!u32_body(st.flatten)) return false;
+          if (lit(R"(, "func_name": ")")) {
+            seen |= 1;
+            if (!func_body()) return false;
+          }
+        }
+      }
+    } else if (!member()) {
+      return false;
+    }
+    bool bad = false;
+    while (next_or_close('}', bad))
+      if (!member()) return false;
     return !bad && seen == 15;
   }
 
@@ -447,7 +597,7 @@ class graph_scanner {
       if (!has_attrs || st.func_name.empty() || st.num_inputs != st.n_inputs || st.num_outputs == 0) return false;
       if (st.func_name == "__copy" && (st.n_inputs != 1 || st.num_outputs != 1)) return false;
       outputs = st.num_outputs;
-      fid = intern(st.func_name);
+      fid = st.fid != compact_graph::no_func ? st.fid : intern(st.func_name);
     } else if (has_attrs && st.num_outputs != 1) {  // a "null" node
       return false;
     }
@@ -519,22 +669,28 @@ class graph_scanner {
 
   // ---- graph attributes ----------------------------------------------------------
 
-  bool graph_attrs() {
+  // Everything it calls inlined: the per-node and per-entry loops run here.
+  [[gnu::flatten]] bool graph_attrs() {
     if (!eat('{')) return false;
     unsigned seen = 0;
     bool bad = false;
     do {
       if (!eat('"')) return false;
-      const unsigned bit = word("shape") ? 1u : word("dltype") ? 2u : word("storage_id") ? 4u : word("device_index") ? 8u : 0u;
+      unsigned bit = 0;
+      switch (*p_) {
+        case 's': bit = word("shape") ? 1u : word("storage_id") ? 4u : 0u; break;
+        case 'd': bit = word("dltype") ? 2u : word("device_index") ? 8u : 0u; break;
+        default: break;
+      }
       // storage_scope and other attributes are left to the other readers.
-      if (bit == 0 || (seen & bit) || !eat(':') || !eat('[')) return false;
+      if (bit == 0 || (seen & bit) || !eat_sep(':') || !eat('[')) return false;
       seen |= bit;
       bool ok = false;
       switch (bit) {
-        case 1: ok = quoted("list_shape") && eat(',') && shapes(); break;
-        case 2: ok = quoted("list_str") && eat(',') && dtypes(); break;
-        case 4: ok = quoted("list_int") && eat(',') && i32_list(g_.storage_id); break;
-        default: ok = quoted("list_int") && eat(',') && i32_list(g_.device_index); break;
+        case 1: ok = quoted("list_shape") && eat_sep(',') && shapes(); break;
+        case 2: ok = quoted("list_str") && eat_sep(',') && dtypes(); break;
+        case 4: ok = quoted("list_int") && eat_sep(',') && i32_list(g_.storage_id); break;
+        default: ok = quoted("list_int") && eat_sep(',') && i32_list(g_.device_index); break;
       }
       if (!ok || !eat(']')) return false;
     } while (next_or_close('}', bad));
@@ -555,9 +711,10 @@ class graph_scanner {
     DLDataType last_t{};
     bool bad = false;
     do {
-      std::string_view name;
-      if (!string_value(name)) return false;
-      if (name != last) {
+      if (!eat('"')) return false;
+      if (!same_string(last)) {
+        std::string_view name;
+        if (!string_body(name)) return false;
         const auto t = try_parse_dtype(name);
         if (!t) return false;
         last = name;
@@ -571,7 +728,7 @@ class graph_scanner {
   bool i32_list(std::vector<std::int32_t>& out) {
     if (!eat('[')) return false;
     out.reserve(entries_guess());
-    if (eat(']')) return true;
+    if (peek(']')) return ++p_, true;
     bool bad = false;
     do {
       std::int64_t x = 0;
@@ -587,12 +744,14 @@ class graph_scanner {
     g_.shape_ptr.reserve(m + 1);
     g_.dims.reserve(m);
     g_.shape_ptr.push_back(0);
-    if (eat(']')) return true;
+    if (peek(']')) return ++p_, true;
     bool bad = false;
     std::size_t e = 0;
     do {
       if (!eat('[')) return false;
-      if (!eat(']')) {
+      if (peek(']')) {
+        ++p_;
+      } else {
         std::size_t ndim = 0;
         bool bad_dim = false;
         do {
@@ -673,11 +832,17 @@ class graph_scanner {
     return true;
   }
 
+  static constexpr auto ws_table = [] {
+    std::array<std::uint8_t, 256> t{};
+    t[' '] = t['\n'] = t['\r'] = t['\t'] = 1;
+    return t;
+  }();
   static constexpr std::size_t max_extra = 16;  // more other attributes in one node: left to the other readers
 
   const char* p_;
   const char* end_;
   const char* begin_;
+  const char* last_ = nullptr;  // the text's last '}'
   compact_graph& g_;
   std::size_t est_nodes_ = 0, est_entries_ = 0;
   bool nodes_read_ = false, rows_given_ = false;
