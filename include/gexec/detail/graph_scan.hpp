@@ -61,6 +61,11 @@ class graph_scanner {
  private:
   // ---- characters ---------------------------------------------------------------
 
+  static std::uint64_t load8(const char* s) noexcept {
+    std::uint64_t x;
+    std::memcpy(&x, s, 8);
+    return x;
+  }
   static bool is_ws(char c) noexcept { return ws_table[static_cast<unsigned char>(c)] != 0; }
   void skip_ws() noexcept {
     while (is_ws(*p_)) ++p_;
@@ -113,9 +118,21 @@ class graph_scanner {
   template <std::size_t N>
   bool lit(const char (&k)[N]) noexcept {
     constexpr std::size_t len = N - 1;
-    if (last_ - p_ < static_cast<std::ptrdiff_t>(len) || std::memcmp(p_, k, len) != 0) return false;
+    if (last_ - p_ < static_cast<std::ptrdiff_t>(len)) return false;
+    if constexpr (len >= 8) {
+      if (!equal_long(p_, k, len)) return false;
+    } else if (std::memcmp(p_, k, len) != 0) {
+      return false;
+    }
     p_ += len;
     return true;
+  }
+  /// Whether a[0, k) equals b[0, k), k >= 8, eight bytes at a time.
+  static bool equal_long(const char* a, const char* b, std::size_t k) noexcept {
+    std::size_t j = 0;
+    for (; j + 8 <= k; j += 8)
+      if (load8(a + j) != load8(b + j)) return false;
+    return j == k || load8(a + k - 8) == load8(b + k - 8);
   }
   /// `"k"` as a whole string value.
   template <std::size_t N>
@@ -123,11 +140,6 @@ class graph_scanner {
     return eat('"') && word(k);
   }
 
-  static std::uint64_t load8(const char* s) noexcept {
-    std::uint64_t x;
-    std::memcpy(&x, s, 8);
-    return x;
-  }
   /// The rest of a string whose opening quote is consumed: printable ASCII without
   /// escapes, or false.
   bool string_body(std::string_view& out) noexcept {
@@ -174,7 +186,7 @@ class graph_scanner {
         return true;
       }
     }
-    if (std::memcmp(p_, same.data(), k) != 0) return false;
+    if (k >= 8 ? !equal_long(p_, same.data(), k) : std::memcmp(p_, same.data(), k) != 0) return false;
     p_ += k;
     return true;
   }
