@@ -1,3 +1,4 @@
+#include "compact_compare.hpp"
 #include "test_support.hpp"
 
 #include <gexec/graph.hpp>
@@ -560,4 +561,291 @@ TEST_CASE("a graph file that cannot be read is an io error naming the path, neve
   r = error_of(locked);
   CHECK_MESSAGE(r.rfind("io: ", 0) == 0, r);
   CHECK_MESSAGE(r.find("cannot open graph file " + locked.string() + ": Permission denied") != std::string::npos, r);
+}
+
+// ---- the one-pass scanner (detail/graph_scan.hpp) ------------------------------------
+
+namespace {
+
+// What the slower readers make of `text`: the compact graph, or the error message.
+struct reference {
+  bool ok = false;
+  gexec::compact_graph graph;
+  std::string error;
+};
+reference read_reference(const std::string& text) {
+  reference r;
+  try {
+    r.graph = gexec::validate(gexec::detail::read_graph_document(text)).compact();
+    r.ok = true;
+  } catch (const gexec::error& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+// The scanner accepts `text` exactly when `accepted`; what it accepts is what the
+// document reader and validate() make; parse_graph gives their graph or their error.
+void check_scan(const std::string& text, bool accepted) {
+  CAPTURE(text);
+  gexec::compact_graph scanned;
+  const bool scan_ok = gexec::detail::scan_graph(text, scanned);
+  CHECK(scan_ok == accepted);
+  const reference ref = read_reference(text);
+  if (scan_ok) {
+    REQUIRE(ref.ok);
+    CHECK(gexec_test::compact_difference(scanned, ref.graph) == "");
+  }
+  try {
+    const gexec::validated_graph parsed = gexec::parse_graph(text);
+    REQUIRE_MESSAGE(ref.ok, ref.error);
+    CHECK(gexec_test::compact_difference(parsed.compact(), ref.graph) == "");
+  } catch (const gexec::error& e) {
+    CHECK_FALSE(ref.ok);
+    CHECK(std::string(e.what()) == ref.error);
+  }
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A chain x -> n0 -> n1 -> ... as TVM writes it (the shape of the load benchmark's graph).
+std::string chain_text(int n) {
+  std::string s = "{\"nodes\": [\n{\"op\": \"null\", \"name\": \"x\", \"inputs\": []}";
+  for (int i = 0; i < n; ++i)
+    s += ",\n{\"op\": \"tvm_op\", \"name\": \"fused_add_" + std::to_string(i) +
+         "\", \"attrs\": {\"num_outputs\": \"1\", \"num_inputs\": \"1\", \"flatten_data\": \"0\", \"func_name\": \"add_one\"}, "
+         "\"inputs\": [[" + std::to_string(i) + ", 0, 0]]}";
+  s += "],\n\"arg_nodes\": [0],\n\"heads\": [[" + std::to_string(n) + ", 0, 0]],\n\"attrs\": {\"dltype\": [\"list_str\", [";
+  for (int i = 0; i <= n; ++i) s += i ? ", \"float32\"" : "\"float32\"";
+  s += "]],\n\"storage_id\": [\"list_int\", [";
+  for (int i = 0; i <= n; ++i) s += (i ? ", " : "") + std::to_string(i == 0 ? 0 : 1 + i % 2);
+  s += "]],\n\"shape\": [\"list_shape\", [";
+  for (int i = 0; i <= n; ++i) s += i ? ", [16]" : "[16]";
+  s += "]]},\n\"node_row_ptr\": [";
+  for (int i = 0; i <= n + 1; ++i) s += (i ? ", " : "") + std::to_string(i);
+  return s + "]}\n";
+}
+
+// A graph the scanner reads: two-element entries, a two-output node, extra attributes,
+// device_index, an empty shape, several dtypes.
+constexpr const char* kScanGraph = R"({"nodes": [{"op": "null", "name": "x", "inputs": []},
+  {"op": "null", "name": "w", "inputs": []},
+  {"op": "tvm_op", "name": "f", "attrs": {"func_name": "fused_f", "num_inputs": "2", "num_outputs": "2", "flatten_data": "0", "hash": "ab", "out_layout": ""}, "inputs": [[0, 0, 0], [1, 0]]},
+  {"op": "tvm_op", "name": "g", "attrs": {"func_name": "fused_g", "num_inputs": "1", "num_outputs": "1", "flatten_data": "1"}, "inputs": [[2, 1, 0]]},
+  {"op": "tvm_op", "name": "h", "attr": {"func_name": "fused_f", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}, "inputs": [[3, 0, 0]]}],
+ "arg_nodes": [0, 1], "heads": [[4, 0, 0], [2, 0, 0]],
+ "attrs": {"dltype": ["list_str", ["float32", "float32", "float16", "int8", "float32", "bool"]],
+   "storage_id": ["list_int", [0, 1, 2, 3, 4, 5]], "device_index": ["list_int", [1, 1, 1, 1, 1, 1]],
+   "shape": ["list_shape", [[2, 3], [3], [], [4, 5, 6], [2], [2]]]},
+ "node_row_ptr": [0, 1, 2, 4, 5, 6]})";
+
+std::string replaced(std::string text, std::string_view from, std::string_view to) {
+  const auto at = text.find(from);
+  REQUIRE_MESSAGE(at != std::string::npos, std::string(from));
+  return text.replace(at, from.size(), to);
+}
+
+// Every object's keys in reverse order, recursively.
+json::value reversed_keys(const json::value& v) {
+  if (v.is_array()) {
+    json::array a;
+    for (const auto& x : v.as_array()) a.push_back(reversed_keys(x));
+    return a;
+  }
+  if (!v.is_object()) return v;
+  std::vector<std::pair<std::string, json::value>> kv;
+  for (const auto& x : v.as_object()) kv.emplace_back(x.key(), reversed_keys(x.value()));
+  json::object o;
+  for (auto it = kv.rbegin(); it != kv.rend(); ++it) o[it->first] = it->second;
+  return o;
+}
+
+// `text` with `ws` after every structural character outside strings (no escapes in them).
+std::string spaced(std::string_view text, std::string_view ws) {
+  std::string out;
+  bool in_string = false;
+  for (char c : text) {
+    out += c;
+    if (c == '"') in_string = !in_string;
+    if (!in_string && (c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':')) out += ws;
+  }
+  return std::string(ws) + out;
+}
+
+}  // namespace
+
+TEST_CASE("the scanner reads every graph JSON of the suite as the document reader does") {
+  const std::filesystem::path src = GEXEC_SOURCE_DIR;
+  std::vector<std::filesystem::path> files = {src / "examples/mlp/graph.json", src / "examples/digits/graph.json",
+                                              src / "tests/cuda/factory_graph.json"};
+  for (const char* seed : {"mlp.json", "dtypes.json", "single.json"}) files.push_back(src / "tests/fuzz/corpus/graph" / seed);
+  const std::filesystem::path conformance = GEXEC_CONFORMANCE_DIR;
+  std::error_code ec;
+  if (std::filesystem::is_directory(conformance, ec))
+    for (const auto& dir : std::filesystem::directory_iterator(conformance, ec))
+      if (std::filesystem::is_regular_file(dir.path() / "graph.json")) files.push_back(dir.path() / "graph.json");
+  for (const auto& path : files) {
+    CAPTURE(path.string());
+    check_scan(read_text(path), true);
+  }
+  // Seeds with what the scanner leaves to the other readers ("metadata", trailing text).
+  for (const char* seed : {"features.json", "f2-trailing-text.json"})
+    check_scan(read_text(src / "tests/fuzz/corpus/graph" / seed), false);
+  for (int n : {0, 2, 100, 3000}) check_scan(chain_text(n), true);
+  check_scan(chain_text(1), false);  // storage ids 0 and 2 of two entries: out of range
+  check_scan(kScanGraph, true);
+}
+
+TEST_CASE("the scanner takes any whitespace and any key order") {
+  const json::value doc = json::parse(kScanGraph);
+  const std::string compact_text = json::serialize(doc);
+  const std::string reversed = json::serialize(reversed_keys(doc));
+  for (const std::string& base : {std::string(kScanGraph), compact_text, reversed, chain_text(5)}) {
+    check_scan(base, true);
+    for (const char* ws : {" ", "\n", "\r\n\t ", "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t"}) check_scan(spaced(base, ws), true);
+  }
+  // node_row_ptr, heads and attributes before the nodes.
+  check_scan(R"({"node_row_ptr": [0, 1, 2], "heads": [[1, 0]], "attrs": {"shape": ["list_shape", [[1], [1]]],
+      "storage_id": ["list_int", [0, 1]], "dltype": ["list_str", ["int32", "int32"]]}, "arg_nodes": [0],
+      "nodes": [{"inputs": [], "name": "a", "op": "null"},
+                {"inputs": [[0, 0]], "name": "b", "op": "tvm_op", "attrs": {"flatten_data": "7", "num_outputs": "01", "num_inputs": "1", "func_name": "k"}}]})",
+             true);
+  // The empty graph, empty lists, an empty device_index, a "null" node with attributes.
+  check_scan(R"({"nodes": [], "arg_nodes": [], "heads": [], "node_row_ptr": [0],
+      "attrs": {"shape": ["list_shape", []], "dltype": ["list_str", []], "storage_id": ["list_int", []]}})", true);
+  check_scan(replaced(kScanGraph, R"("device_index": ["list_int", [1, 1, 1, 1, 1, 1]])", R"("device_index": ["list_int", []])"), true);
+  check_scan(replaced(kScanGraph, R"("name": "w", "inputs": [])",
+                      R"("name": "w", "inputs": [], "attrs": {"func_name": "p", "num_inputs": "3", "num_outputs": "1", "flatten_data": "1", "k": "v"})"),
+             true);
+  check_scan(replaced(kScanGraph, R"("name": "w", "inputs": [])",
+                      R"("name": "w", "inputs": [], "attrs": {"func_name": "", "num_inputs": "0", "num_outputs": "1", "flatten_data": "0"})"),
+             true);
+  // Large values at the limits the scanner reads itself.
+  check_scan(replaced(kScanGraph, "[4, 5, 6]", "[0, 999999999999999999, 0]"), true);
+  check_scan(replaced(kScanGraph, "[[2, 1, 0]]", "[[2, 1, 4294967295]]"), true);
+  // A dozen kernels and more than 64 of them, interned in first-use order.
+  std::string many = chain_text(200);
+  for (int i = 199; i >= 0; i -= 3) many = replaced(many, "\"add_one\"}, \"inputs\": [[" + std::to_string(i) + ",",
+                                                     "\"k" + std::to_string(i % 70) + "\"}, \"inputs\": [[" + std::to_string(i) + ",");
+  check_scan(many, true);
+}
+
+TEST_CASE("the scanner leaves what it does not read to the other readers, which read it as before") {
+  const std::string base = kScanGraph;
+  const std::pair<const char*, const char*> valid[] = {
+      {R"("name": "w")", R"("name": "w\u0041")"},                      // an escape
+      {R"("name": "w")", "\"name\": \"w\xc3\xa9\""},                   // non-ASCII (UTF-8)
+      {R"("hash": "ab")", R"("hash": 5)"},                            // a node attribute that is not a string
+      {R"("hash": "ab")", R"("hash": "a\"b")"},
+      {R"("inputs": [[3, 0, 0]]})", R"("inputs": [[3, 0, 0]], "control_deps": [0]})"},
+      {R"("node_row_ptr": [0, 1, 2, 4, 5, 6])", R"("node_row_ptr": [0, 1, 2, 4, 5, 6], "metadata": {"a": 1})"},
+      {R"("shape": ["list_shape")", R"("storage_scope": ["list_str", ["global", "global", "global", "global", "global", "global"]], "shape": ["list_shape")"},
+      {R"("shape": ["list_shape")", R"("workspace": ["size_t", 0], "shape": ["list_shape")"},
+      {R"("shape": ["list_shape")", R"("func_hash": ["list_int", [1, 2]], "shape": ["list_shape")"},
+      {R"("attr": {)", R"("attrs": {"func_name": "k", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}, "attr": {)"},  // both
+      {"[4, 5, 6]", "[4, 5, 1000000000000000000]"},                    // 19 digits
+      {"[4, 5, 6]", "[4, 5, -0]"},
+      {R"("num_outputs": "2")", R"("num_outputs": "0000000000000000000002")"},
+  };
+  for (const auto& [from, to] : valid) check_scan(replaced(base, from, to), false);
+  std::string many_attrs = "\"hash\": \"ab\"";
+  for (int i = 0; i < 20; ++i) many_attrs += ", \"a" + std::to_string(i) + "\": \"v\"";
+  check_scan(replaced(base, R"("hash": "ab")", many_attrs), false);
+}
+
+TEST_CASE("the scanner refuses what the document reader or check_graph refuses") {
+  const std::string base = kScanGraph;
+  const std::pair<const char*, const char*> invalid[] = {
+      // check_graph
+      {"[[2, 1, 0]]", "[[3, 0, 0]]"},                                  // input from a later node
+      {"[[2, 1, 0]]", "[[4, 0, 0]]"},
+      {"[[2, 1, 0]]", "[[2, 2, 0]]"},                                  // output index out of range
+      {"[[0, 0, 0], [1, 0]]", "[[0, 0, 0], [1, 1]]"},
+      {"[0, 1, 2, 4, 5, 6]", "[0, 1, 2, 3, 5, 6]"},                    // node_row_ptr against num_outputs
+      {"[0, 1, 2, 4, 5, 6]", "[0, 1, 2, 4, 5]"},
+      {"[0, 1, 2, 4, 5, 6]", "[0, 1, 2, 4, 5, 6, 7]"},
+      {"[0, 1, 2, 4, 5, 6]", "[1, 1, 2, 4, 5, 6]"},
+      {"[0, 1, 2, 4, 5, 6]", "[]"},
+      {R"("arg_nodes": [0, 1])", R"("arg_nodes": [0, 2])"},          // not a "null" node
+      {R"("arg_nodes": [0, 1])", R"("arg_nodes": [0, 5])"},          // out of range
+      {R"("arg_nodes": [0, 1])", R"("arg_nodes": [0, 0])"},          // a name twice
+      {R"("name": "w")", R"("name": "x")"},
+      {"[[4, 0, 0], [2, 0, 0]]", "[[5, 0, 0]]"},                       // heads
+      {"[[4, 0, 0], [2, 0, 0]]", "[[4, 1, 0]]"},
+      {R"("float32", "bool"])", R"("float32"])"},                     // attribute lengths
+      {R"("float32", "bool"])", R"("float32", "bool", "bool"])"},
+      {"[0, 1, 2, 3, 4, 5]", "[0, 1, 2, 3, 4]"},
+      {"[1, 1, 1, 1, 1, 1]", "[1, 1, 1, 1, 1]"},
+      {"[[2, 3], [3], [],", "[[2, 3], [],"},
+      {"[3]", "[-3]"},                                                 // a negative dimension
+      {"[3]", "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+                "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"},  // 65 dimensions
+      {"[4, 5, 6]", "[4611686018427387904, 4]"},                       // a size that overflows
+      {R"("int8")", R"("float8")"},                                    // unsupported or unknown dtypes
+      {R"("int8")", R"("int3")"},
+      {R"("int8")", R"("")"},
+      {"[0, 1, 2, 3, 4, 5]", "[0, 1, 2, 3, 4, 6]"},                    // storage ids
+      {"[0, 1, 2, 3, 4, 5]", "[0, 1, 2, 3, 4, -1]"},
+      {"[0, 1, 2, 3, 4, 5]", "[0, 1, 2, 3, 4, 2147483648]"},
+      {"[1, 1, 1, 1, 1, 1]", "[1, 1, 1, 1, 1, 0]"},                    // device types
+      {"[1, 1, 1, 1, 1, 1]", "[1, 1, 1, 1, 1, 65]"},
+      {R"("name": "w", "inputs": [])", R"("name": "w", "inputs": [[0, 0]])"},  // a "null" node with inputs
+      {R"("name": "w", "inputs": [])",
+       R"("name": "w", "inputs": [], "attrs": {"func_name": "", "num_inputs": "0", "num_outputs": "2", "flatten_data": "0"})"},
+      {R"("name": "g", "attrs": {"func_name": "fused_g", "num_inputs": "1", "num_outputs": "1", "flatten_data": "1"}, )", R"("name": "g", )"},
+      {R"("fused_g")", R"("")"},                                       // empty func_name
+      {R"("num_inputs": "1", "num_outputs": "1", "flatten_data": "1")", R"("num_inputs": "2", "num_outputs": "1", "flatten_data": "1")"},
+      {R"("num_inputs": "1", "num_outputs": "1", "flatten_data": "1")", R"("num_inputs": "1", "num_outputs": "0", "flatten_data": "1")"},
+      {R"("func_name": "fused_f", "num_inputs": "2")", R"("func_name": "__copy", "num_inputs": "2")"},
+      {R"("op": "tvm_op")", R"("op": "tvm")"},
+      {R"("name": "w")", "\"name\": \"w\x7f\""},                         // DEL in a name
+      {R"("name": "w")", "\"name\": \"w\x01\""},                         // a raw control character: not JSON
+      // the document reader
+      {R"("name": "x", "inputs": [])", R"("name": "x", "name": "y", "inputs": [])"},  // repeated keys
+      {R"("hash": "ab")", R"("hash": "ab", "hash": "cd")"},
+      {R"("hash": "ab")", R"("hash": "ab", "func_name": "cd")"},
+      {R"("arg_nodes": [0, 1])", R"("arg_nodes": [0, 1], "arg_nodes": [0, 1])"},
+      {R"("storage_id": ["list_int")", R"("dltype": ["list_str", []], "storage_id": ["list_int")"},
+      {R"("name": "x", "inputs": [])", R"("name": "x")"},              // missing keys
+      {R"(, "flatten_data": "1"})", "}"},
+      {R"("heads": [[4, 0, 0], [2, 0, 0]],)", ""},
+      {R"("storage_id": ["list_int", [0, 1, 2, 3, 4, 5]],)", ""},
+      {R"("op": "null", "name": "w")", R"("op": "nul", "name": "w")"},
+      {R"("op": "null", "name": "w")", R"("op": null, "name": "w")"},
+      {R"("name": "w")", R"("name": 5)"},
+      {"[[2, 1, 0]]", "[[2, 1, 0, 0]]"},                               // entries of the wrong size
+      {"[[2, 1, 0]]", "[[2]]"},
+      {"[[2, 1, 0]]", "[[2, 1.0, 0]]"},                                // numbers that are not integers
+      {"[[2, 1, 0]]", "[[2, 1e0, 0]]"},
+      {"[[2, 1, 0]]", "[[2, 01, 0]]"},
+      {"[[2, 1, 0]]", "[[2, -1, 0]]"},
+      {"[[2, 1, 0]]", "[[2, 1, 4294967296]]"},
+      {R"("num_outputs": "2")", R"("num_outputs": "+2")"},
+      {R"("num_outputs": "2")", R"("num_outputs": "2 ")"},
+      {R"("num_outputs": "2")", R"("num_outputs": "4294967298")"},
+      {R"("num_outputs": "2")", R"("num_outputs": 2)"},
+      {R"(["list_str")", R"(["list_int")"},                            // type tags
+      {R"(["list_shape")", R"(["list_int")"},
+      {R"(["list_int", [1, 1)", R"(["list_str", [1, 1)"},
+      {R"("attrs": {"dltype")", R"("attrs": {"layout": ["list_str", []], "dltype")"},
+      {"[[4, 0, 0], [2, 0, 0]]", "[[4, 0, 0], [2, 0, 0],]"},           // not JSON
+      {"[0, 1, 2, 4, 5, 6]}", "[0, 1, 2, 4, 5, 6]} x"},
+      {"[0, 1, 2, 4, 5, 6]}", "[0, 1, 2, 4, 5, 6]"},
+      {"[0, 1, 2, 4, 5, 6]}", "[0, 1, 2, 4, 5, 6]}}"},
+      {R"("x", "inputs")", R"("x" "inputs")"},
+  };
+  for (const auto& [from, to] : invalid) {
+    check_scan(replaced(base, from, to), false);
+    CHECK_FALSE(read_reference(replaced(base, from, to)).ok);
+  }
+  // One storage on two devices.
+  const std::string shared = replaced(base, "[0, 1, 2, 3, 4, 5]", "[0, 1, 2, 2, 4, 5]");
+  check_scan(shared, true);
+  check_scan(replaced(shared, "[1, 1, 1, 1, 1, 1]", "[1, 1, 1, 2, 1, 1]"), false);
+  CHECK_FALSE(read_reference(replaced(shared, "[1, 1, 1, 1, 1, 1]", "[1, 1, 1, 2, 1, 1]")).ok);
+  // Cut short anywhere.
+  for (std::size_t len = 0; len < base.size(); len += 7) check_scan(base.substr(0, len), false);
 }

@@ -8,6 +8,7 @@
 //   gexec_bench_load_graph --callgrind N   (one creation, in create_executor(), between
 //                                           CALLGRIND_START/STOP_INSTRUMENTATION)
 //   gexec_bench_load_graph --callgrind-stream N   (the streaming baseline, bracketed alike)
+//   gexec_bench_load_graph --callgrind-parse N    (parse_graph alone, in parse_only(), bracketed alike)
 //
 // Under valgrind, either of these counts creation only (callgrind.sh runs the first):
 //   valgrind --tool=callgrind --instr-atstart=no gexec_bench_load_graph --callgrind 10000
@@ -182,6 +183,9 @@ memory measure_memory(int n, F&& what) {
   return gexec::create(text, lib);
 }
 
+// What --callgrind-parse counts: reading and validating the graph, nothing after.
+[[gnu::noinline]] gexec::validated_graph parse_only(const std::string& text) { return gexec::parse_graph(text); }
+
 constexpr double goal_ns_100k = 100e6;  // < 100 ms for 100,000 nodes
 constexpr double goal_peak = 400, goal_resident = 250;
 
@@ -204,6 +208,15 @@ int main(int argc, char** argv) {
     CALLGRIND_START_INSTRUMENTATION;
     stream_parse(text);
     CALLGRIND_STOP_INSTRUMENTATION;
+    return 0;
+  }
+  if (argc == 3 && std::string_view(argv[1]) == "--callgrind-parse") {
+    const int n = std::atoi(argv[2]);
+    const std::string text = chain_json(n);
+    CALLGRIND_START_INSTRUMENTATION;
+    auto g = parse_only(text);
+    CALLGRIND_STOP_INSTRUMENTATION;
+    std::printf("%d nodes, %zu bytes of JSON, %zu graph nodes\n", n, text.size(), g.compact().num_nodes());
     return 0;
   }
   std::vector<int> sizes;

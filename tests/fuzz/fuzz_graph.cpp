@@ -2,9 +2,13 @@
 // gexec::error and nothing else. Text that parses must be JSON by Boost.JSON's own
 // parser too (nothing after the graph object), and the graph must be written by
 // to_json as JSON that parses again, and writing that back must give the same text.
-// Whatever the streaming reader accepts, the document reader reads as the same graph.
+// Whatever the streaming reader accepts, the document reader reads as the same graph;
+// whatever the one-pass scanner accepts, the document reader and validate() accept too,
+// with the same compact graph, field for field.
 
 #include <gexec/graph.hpp>
+
+#include "../compact_compare.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +40,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       // to_json writes every field the readers fill.
       if (gexec::to_json(streamed) != gexec::to_json(read))
         property_failed("the streaming and document readers read different graphs", gexec::to_json(streamed) + "\n---\n" + gexec::to_json(read));
+    }
+  }
+  {
+    gexec::compact_graph scanned;
+    if (gexec::detail::scan_graph(text, scanned)) {
+      gexec::compact_graph read;
+      try {
+        read = gexec::validate(gexec::detail::read_graph_document(text)).compact();
+      } catch (const gexec::error& e) {
+        property_failed("the scanner accepts what the document reader or validate() refuses", e.what());
+      }
+      const std::string differs = gexec_test::compact_difference(scanned, read);
+      if (!differs.empty()) property_failed("the scanner and the document reader make different compact graphs", differs);
     }
   }
   gexec::graph g;

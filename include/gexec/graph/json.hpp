@@ -1,9 +1,11 @@
 #pragma once
 // TVM's graph-executor JSON: parse_graph() reads it into the graph of graph/data.hpp
 // and validates it completely, so everything after load can trust every index in it;
-// to_json() writes it back in the form TVM v0.19 reads. Graphs are read in one
-// streaming pass (detail/graph_stream.hpp); text that pass refuses is read again
-// through a document, which names what is wrong.
+// to_json() writes it back in the form TVM v0.19 reads. Graphs in the form TVM writes
+// are scanned and checked in one pass into the compact form (detail/graph_scan.hpp);
+// text the scanner gives up on is read by Boost.JSON's streaming parser
+// (detail/graph_stream.hpp), and text that pass refuses is read again through a
+// document, which names what is wrong.
 
 #include "../config.hpp"
 
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "../detail/byte_io.hpp"
+#include "../detail/graph_scan.hpp"
 #include "../detail/graph_stream.hpp"
 #include "../detail/json_path.hpp"
 #include "../detail/json_reader.hpp"
@@ -227,6 +230,10 @@ inline graph read_graph_document(std::string_view json_text) {
 /// text that is not JSON, errc::invalid_graph, naming the JSON path, for the rest (a key
 /// repeated in an object included), and errc::out_of_memory if the graph does not fit.
 inline validated_graph parse_graph(std::string_view json_text) try {
+  {
+    compact_graph c;
+    if (detail::scan_graph(json_text, c)) return detail::seal_checked(std::move(c));
+  }
   graph g;
   if (!detail::read_graph_stream(json_text, g)) {
     g = graph();  // what the streaming reader read before it gave up

@@ -1,0 +1,877 @@
+#pragma once
+// Reads TVM graph JSON in one pass over the text straight into a compact_graph and
+// checks it as check_graph() would, with nothing allocated per node for graphs in the
+// form TVM writes (beyond node attributes other than the four gexec reads).
+//
+// Like the streaming reader (graph_stream.hpp), this scanner only accepts: it returns
+// true only for text that the document reader (graph/json.hpp) reads and validate()
+// accepts, with the compact graph that validate() would make, field for field. On
+// anything else it returns false at once and parse_graph() reads the text again with
+// the slower readers, which name the error. It gives up on more than those readers
+// refuse: string escapes and bytes outside printable ASCII in strings, numbers that
+// are not plain integers, "metadata", "control_deps", "storage_scope", graph
+// attributes other than shape, dltype, storage_id and device_index, node attributes
+// whose value is not a string, and "attrs" together with "attr" in one node.
+
+#include "../config.hpp"
+
+#include <dlpack/dlpack.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "../dtype.hpp"
+#include "../graph/compact.hpp"
+#include "../ndarray.hpp"
+#include "shape.hpp"
+
+GEXEC_NAMESPACE_BEGIN
+namespace detail {
+
+class graph_scanner {
+ public:
+  graph_scanner(std::string_view text, compact_graph& g) noexcept
+      : p_(text.data()), end_(text.data() + text.size()), begin_(text.data()), g_(g) {}
+
+  bool run() {
+    if (static_cast<std::size_t>(end_ - begin_) >= std::numeric_limits<std::uint32_t>::max()) return false;
+    // The text must end in '}' and whitespace. That last '}' bounds every read below that
+    // is not checked against the end: whitespace and digits stop at it, quotes and the
+    // other expected characters are not it, and only the graph object may close there.
+    const char* t = end_;
+    while (t != begin_ && is_ws(t[-1])) --t;
+    if (t == begin_ || t[-1] != '}') return false;
+    last_ = t - 1;
+    estimate();
+    if (!graph_object()) return false;
+    while (p_ != end_ && is_ws(*p_)) ++p_;
+    return p_ == end_ && finish();
+  }
+
+ private:
+  // ---- characters ---------------------------------------------------------------
+
+  static std::uint64_t load8(const char* s) noexcept {
+    std::uint64_t x;
+    std::memcpy(&x, s, 8);
+    return x;
+  }
+  static bool is_ws(char c) noexcept { return ws_table[static_cast<unsigned char>(c)] != 0; }
+  void skip_ws() noexcept {
+    while (is_ws(*p_)) ++p_;
+  }
+  /// Skips whitespace, then consumes `c` (not '}') if it is next.
+  bool eat(char c) noexcept {
+    if (*p_ == c) return ++p_, true;
+    skip_ws();
+    if (*p_ == c) return ++p_, true;
+    return false;
+  }
+  /// eat(c) for ':' or ',', and one space after it (as TVM writes them).
+  bool eat_sep(char c) noexcept {
+    if (!eat(c)) return false;
+    p_ += *p_ == ' ';
+    return true;
+  }
+  /// Skips whitespace; whether `c` is next (not consumed).
+  bool peek(char c) noexcept {
+    skip_ws();
+    return *p_ == c;
+  }
+  /// After a value in an array or object: true on ',' (another follows), false on
+  /// `close` (consumed); `bad` is set on anything else, and on an inner object closing
+  /// at the text's last '}'.
+  bool next_or_close(char close, bool& bad, bool top = false) noexcept {
+    skip_ws();
+    const char c = *p_;
+    if (c == ',') {
+      ++p_;
+      p_ += *p_ == ' ';
+      return true;
+    }
+    if (c != close || (p_ == last_ && !top)) {
+      bad = true;
+      return false;
+    }
+    ++p_;
+    return false;
+  }
+  /// Consumes `k` followed by a closing quote (the opening one already consumed).
+  template <std::size_t N>
+  bool word(const char (&k)[N]) noexcept {
+    constexpr std::size_t len = N - 1;
+    if (static_cast<std::size_t>(end_ - p_) <= len || std::memcmp(p_, k, len) != 0 || p_[len] != '"') return false;
+    p_ += len + 1;
+    return true;
+  }
+  /// Consumes the characters of `k` if they come next, as they are.
+  template <std::size_t N>
+  bool lit(const char (&k)[N]) noexcept {
+    constexpr std::size_t len = N - 1;
+    if (last_ - p_ < static_cast<std::ptrdiff_t>(len)) return false;
+    if constexpr (len >= 8) {
+      if (!equal_long(p_, k, len)) return false;
+    } else if (std::memcmp(p_, k, len) != 0) {
+      return false;
+    }
+    p_ += len;
+    return true;
+  }
+  /// Whether a[0, k) equals b[0, k), k >= 8, eight bytes at a time.
+  static bool equal_long(const char* a, const char* b, std::size_t k) noexcept {
+    std::size_t j = 0;
+    for (; j + 8 <= k; j += 8)
+      if (load8(a + j) != load8(b + j)) return false;
+    return j == k || load8(a + k - 8) == load8(b + k - 8);
+  }
+  /// `"k"` as a whole string value.
+  template <std::size_t N>
+  bool quoted(const char (&k)[N]) noexcept {
+    return eat('"') && word(k);
+  }
+
+  /// The rest of a string whose opening quote is consumed: printable ASCII without
+  /// escapes, or false.
+  bool string_body(std::string_view& out) noexcept {
+    const char* s = p_;
+    constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    while (end_ - p_ >= 8) {
+      const std::uint64_t x = load8(p_);
+      const std::uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+      const std::uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x) | ((x + ones * 1) & highs) | x;
+      // A quote, backslash, control or non-ASCII byte, or DEL (0x7f + 1 sets the high bit).
+      // Borrows and carries run toward later bytes only, so the first byte flagged is one.
+      if ((special & highs) != 0) {
+        if constexpr (std::endian::native != std::endian::little) break;
+        p_ += std::countr_zero(special & highs) / 8;
+        if (*p_ != '"') return false;
+        out = std::string_view(s, static_cast<std::size_t>(p_ - s));
+        ++p_;
+        return true;
+      }
+      p_ += 8;
+    }
+    for (; p_ != end_; ++p_) {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        out = std::string_view(s, static_cast<std::size_t>(p_ - s));
+        ++p_;
+        return true;
+      }
+      if (c < 0x20 || c >= 0x7f || c == '\\') return false;
+    }
+    return false;
+  }
+  bool string_value(std::string_view& out) noexcept { return eat('"') && string_body(out); }
+  /// Consumes the rest of a string (opening quote consumed) if it is `same`, a view
+  /// into the text that string_body() returned.
+  bool same_string(std::string_view same) noexcept {
+    const std::size_t k = same.size() + 1;  // with its closing quote
+    if (same.empty() || static_cast<std::size_t>(end_ - p_) < k) return false;
+    if constexpr (std::endian::native == std::endian::little) {
+      if (k <= 8 && end_ - p_ >= 8 && end_ - same.data() >= 8) {
+        const std::uint64_t mask = k == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * k)) - 1;
+        if (((load8(p_) ^ load8(same.data())) & mask) != 0) return false;
+        p_ += k;
+        return true;
+      }
+    }
+    if (k >= 8 ? !equal_long(p_, same.data(), k) : std::memcmp(p_, same.data(), k) != 0) return false;
+    p_ += k;
+    return true;
+  }
+
+  // ---- numbers -------------------------------------------------------------------
+
+  static unsigned digit(char c) noexcept { return static_cast<unsigned char>(c - '0'); }
+  /// A JSON integer in [lo, hi] with at most 18 digits.
+  bool integer(std::int64_t& out, std::int64_t lo, std::int64_t hi) noexcept {
+    if (digit(*p_) >= 10) skip_ws();
+    const bool neg = *p_ == '-';
+    p_ += neg;
+    const char* s = p_;
+    std::uint64_t v = 0;
+    for (unsigned e; (e = digit(*p_)) < 10; ++p_) v = v * 10 + e;
+    const auto digits = p_ - s;
+    if (digits == 0 || digits > 18 || (*s == '0' && digits > 1)) return false;
+    // A fraction or exponent after the digits fails the caller's check of what comes next.
+    const std::int64_t x = neg ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
+    if ((neg && v == 0) || x < lo || x > hi) return false;  // "-0": left to the other readers
+    out = x;
+    return true;
+  }
+  /// A non-negative JSON integer that fits in 32 bits.
+  bool u32(std::uint32_t& out) noexcept {
+    unsigned d = digit(*p_);
+    if (d >= 10) {
+      skip_ws();
+      d = digit(*p_);
+      if (d >= 10) return false;
+    }
+    const char* s = p_++;
+    std::uint64_t v = d;
+    for (unsigned e; (e = digit(*p_)) < 10; ++p_) v = v * 10 + e;
+    const auto digits = p_ - s;
+    if (digits > 10 || (d == 0 && digits > 1) || v > std::numeric_limits<std::uint32_t>::max()) return false;
+    // A fraction or exponent after the digits fails the caller's check of what comes next.
+    out = static_cast<std::uint32_t>(v);
+    return true;
+  }
+  /// A string of decimal digits as TVM writes numeric node attributes (std::from_chars
+  /// into uint32: leading zeros allowed, nothing else), its opening quote consumed.
+  bool u32_body(std::uint32_t& out) noexcept {
+    if (const unsigned d = digit(*p_); d < 10 && p_[1] == '"') {  // one digit, as TVM writes most of them
+      out = d;
+      p_ += 2;
+      return true;
+    }
+    const char* s = p_;
+    std::uint64_t v = 0;
+    while (static_cast<unsigned char>(*p_ - '0') < 10) v = v * 10 + static_cast<unsigned>(*p_++ - '0');
+    const auto digits = p_ - s;
+    if (digits == 0 || digits > 19 || v > std::numeric_limits<std::uint32_t>::max() || *p_ != '"') return false;
+    ++p_;
+    out = static_cast<std::uint32_t>(v);
+    return true;
+  }
+  /// [node, index] or [node, index, version]
+  bool entry(node_entry& e) noexcept {
+    if (!eat('[') || !u32(e.node_id) || !eat_sep(',') || !u32(e.index)) return false;
+    skip_ws();
+    if (*p_ == ']') {
+      ++p_;
+      e.version = 0;
+      return true;
+    }
+    return eat_sep(',') && u32(e.version) && eat(']');
+  }
+
+  // ---- sizes -----------------------------------------------------------------------
+
+  /// Guesses the node and entry counts from "node_row_ptr" (last in TVM's files), so
+  /// that the per-node and per-entry arrays are allocated once. A wrong guess costs
+  /// memory or time only.
+  void estimate() noexcept {
+    static constexpr char key[] = "\"node_row_ptr\"";
+    constexpr std::size_t klen = sizeof key - 1;
+    const char* found = nullptr;
+    const char* q = end_;
+    for (int tries = 0; tries < 8 && q != begin_; ++tries) {  // from the end: TVM writes it last
+      const void* r = memrchr(begin_, '"', static_cast<std::size_t>(q - begin_));
+      if (!r) break;
+      q = static_cast<const char*>(r);
+      if (static_cast<std::size_t>(q - begin_) + 1 >= klen && std::memcmp(q + 1 - klen, key, klen) == 0) {
+        found = q + 1;
+        break;
+      }
+    }
+    if (!found) {
+      const void* r = memmem(begin_, static_cast<std::size_t>(end_ - begin_), key, klen);
+      if (!r) return;
+      found = static_cast<const char*>(r) + klen;
+    }
+    const char* s = found;
+    while (s != end_ && *s != '[') {
+      if (*s != ':' && !is_ws(*s)) return;
+      ++s;
+    }
+    if (s == end_) return;
+    const void* close = std::memchr(s, ']', static_cast<std::size_t>(end_ - s));
+    if (!close) return;
+    const char* c = static_cast<const char*>(close);
+    const auto len = static_cast<std::size_t>(c - s);
+    std::size_t commas = 0;
+    for (std::size_t k = 0; k < len; k += 4096) {  // in blocks that a 32-bit count holds, so that it vectorizes
+      std::uint32_t block = 0;
+      const std::size_t stop = std::min(len, k + 4096);
+      for (std::size_t j = k; j < stop; ++j) block += s[j] == ',' ? 1u : 0u;
+      commas += block;
+    }
+    const char* t = c;
+    while (t != s && is_ws(t[-1])) --t;
+    std::uint64_t last = 0, scale = 1;
+    int digits = 0;
+    while (t != s && static_cast<unsigned char>(t[-1] - '0') < 10 && digits < 10) {
+      last += scale * static_cast<unsigned>(t[-1] - '0');
+      scale *= 10;
+      ++digits;
+      --t;
+    }
+    if (digits == 0 || last > (std::uint64_t{1} << 28) || commas > (std::size_t{1} << 28)) return;
+    est_nodes_ = commas;  // n + 1 elements, n commas
+    est_entries_ = static_cast<std::size_t>(last);
+  }
+
+  /// Makes room for `more` elements past size(), growing toward `total` (the guess for
+  /// the whole array, extrapolated from what is filled so far) rather than doubling.
+  template <class V>
+  static void room(V& v, std::size_t more, std::size_t done, std::size_t total) {
+    const std::size_t need = v.size() + more;
+    if (need <= v.capacity()) return;
+    std::size_t want = v.capacity() + v.capacity() / 4;
+    if (done != 0 && total > done) want = std::max(want, v.size() / done * total + v.size() / done * total / 16);
+    v.reserve(std::max({need, want, std::size_t{16}}));
+  }
+  template <class V>
+  static void fit(V& v) {
+    if (v.capacity() > v.size() + v.size() / 4 + 16) v.shrink_to_fit();
+  }
+
+  // ---- the graph object ----------------------------------------------------------
+
+  bool graph_object() {
+    if (!eat('{')) return false;
+    unsigned seen = 0;
+    bool bad = false;
+    do {
+      if (!eat('"')) return false;
+      unsigned bit = 0;
+      switch (*p_) {
+        case 'n': bit = word("nodes") ? 1u : word("node_row_ptr") ? 4u : 0u; break;
+        case 'a': bit = word("arg_nodes") ? 2u : word("attrs") ? 16u : 0u; break;
+        case 'h': bit = word("heads") ? 8u : 0u; break;
+        default: break;
+      }
+      if (bit == 0 || (seen & bit) || !eat_sep(':')) return false;  // an unknown key, "metadata", or a repeated key
+      seen |= bit;
+      bool ok = false;
+      switch (bit) {
+        case 1: ok = nodes(); break;
+        case 2: ok = u32_list(g_.arg_nodes); break;
+        case 4: ok = row_ptr(); break;
+        case 8: ok = heads(); break;
+        default: ok = graph_attrs(); break;
+      }
+      if (!ok) return false;
+    } while (next_or_close('}', bad, true));
+    return !bad && seen == 31;
+  }
+
+  bool u32_list(std::vector<std::uint32_t>& out) {
+    if (!eat('[')) return false;
+    if (peek(']')) return ++p_, true;
+    bool bad = false;
+    do {
+      std::uint32_t x = 0;
+      if (!u32(x)) return false;
+      out.push_back(x);
+    } while (next_or_close(']', bad));
+    return !bad;
+  }
+
+  bool heads() {
+    if (!eat('[')) return false;
+    if (peek(']')) return ++p_, true;
+    bool bad = false;
+    do {
+      node_entry e;
+      if (!entry(e)) return false;
+      g_.heads.push_back(e);
+    } while (next_or_close(']', bad));
+    return !bad;
+  }
+
+  /// node_row_ptr: compared with the rows the nodes made if they came first, kept to
+  /// check the nodes against otherwise.
+  // Everything it calls inlined: the per-node and per-entry loops run here.
+  [[gnu::flatten]] bool row_ptr() {
+    auto& rows = g_.node_row_ptr;
+    if (!eat('[')) return false;
+    if (!nodes_read_) {
+      if (!u32_list_tail(rows)) return false;
+      rows_given_ = true;
+      return !rows.empty() && rows[0] == 0;
+    }
+    std::size_t k = 0;
+    if (eat(']')) return false;  // the nodes made at least [0]
+    bool bad = false;
+    do {
+      std::uint32_t x = 0;
+      if (!u32(x) || k >= rows.size() || rows[k] != x) return false;
+      ++k;
+    } while (next_or_close(']', bad));
+    return !bad && k == rows.size();
+  }
+  bool u32_list_tail(std::vector<std::uint32_t>& out) {
+    if (peek(']')) return ++p_, true;
+    bool bad = false;
+    do {
+      std::uint32_t x = 0;
+      if (!u32(x)) return false;
+      out.push_back(x);
+    } while (next_or_close(']', bad));
+    return !bad;
+  }
+
+  // ---- nodes ---------------------------------------------------------------------
+
+  // Everything it calls inlined: the per-node and per-entry loops run here.
+  [[gnu::flatten]] bool nodes() {
+    if (!eat('[')) return false;
+    std::size_t n = est_nodes_;
+    if (rows_given_) n = g_.node_row_ptr.size() - 1;
+    n = std::min(n, static_cast<std::size_t>(end_ - begin_) / 32);  // a node takes more than 32 bytes of text
+    if (n != 0) {
+      g_.name_ptr.reserve(n + 1);
+      g_.func.reserve(n);
+      g_.flags.reserve(n);
+      g_.input_ptr.reserve(n + 1);
+      g_.inputs.reserve(n);
+      g_.names.reserve(n * 8);
+      if (!rows_given_) g_.node_row_ptr.reserve(n + 1);
+    }
+    est_nodes_ = n;
+    g_.name_ptr.push_back(0);
+    g_.input_ptr.push_back(0);
+    if (!rows_given_) g_.node_row_ptr.push_back(0);
+    nodes_read_ = true;
+    if (eat(']')) return !rows_given_ || g_.node_row_ptr.size() == 1;
+    bool bad = false;
+    std::uint32_t i = 0;
+    do {
+      if (!node(i)) return false;
+      ++i;
+    } while (next_or_close(']', bad));
+    if (bad) return false;
+    return !rows_given_ || g_.node_row_ptr.size() == std::size_t{i} + 1;
+  }
+
+  enum : unsigned { k_op = 1, k_name = 2, k_inputs = 4, k_attrs = 8 };
+  enum : std::uint8_t { op_unknown, op_null, op_tvm };
+
+  struct node_state {
+    std::uint8_t op = op_unknown;
+    std::string_view func_name;
+    std::uint32_t num_inputs = 0, num_outputs = 1, flatten = 0;
+    std::uint32_t n_inputs = 0;
+    std::uint32_t fid = compact_graph::no_func;  // known when the name is the last one interned
+  };
+
+  bool node(std::uint32_t i) {
+    if (!eat('{')) return false;
+    node_state st;
+    unsigned seen = 0;
+    extra_.clear();
+    // A key not seen before in this object, then ':'. "attrs" and "attr" both in one
+    // node: the document reader merges them; left to it.
+    auto key = [&](unsigned bit) {
+      if (seen & bit) return false;
+      seen |= bit;
+      return eat_sep(':');
+    };
+    auto member = [&] {
+      if (!eat('"')) return false;
+      switch (*p_) {
+        case 'o':
+          if (!word("op") || !key(k_op) || !eat('"')) return false;
+          if (word("tvm_op")) {
+            st.op = op_tvm;
+          } else if (word("null")) {
+            st.op = op_null;
+          } else {
+            return false;
+          }
+          return true;
+        case 'n':
+          return word("name") && key(k_name) && eat('"') && name_body(i);
+        case 'i':
+          return word("inputs") && key(k_inputs) && inputs(i, st);
+        case 'a':
+          return (word("attrs") || word("attr")) && key(k_attrs) && node_attrs(st);
+        default:
+          return false;
+      }
+    };
+    // TVM writes "op", "name", "attrs", "inputs" in this order and spacing: read as
+    // literals as far as they match, then member by member.
+    bool read = false;
+    if (lit(R"("op": "tvm_op", "name": ")")) {
+      st.op = op_tvm;
+      read = true;
+    } else if (lit(R"("op": "null", "name": ")")) {
+      st.op = op_null;
+      read = true;
+    }
+    if (read) {
+      seen = k_op | k_name;
+      if (!name_body(i)) return false;
+      if (lit(R"(, "attrs": )")) {
+        seen |= k_attrs;
+        if (!node_attrs(st)) return false;
+      }
+      if (lit(R"(, "inputs": )")) {
+        seen |= k_inputs;
+        if (!inputs(i, st)) return false;
+      }
+    } else if (!member()) {
+      return false;
+    }
+    bool bad = false;
+    while (next_or_close('}', bad))
+      if (!member()) return false;
+    if (bad || (seen & 7) != 7) return false;
+    return node_done(i, st, (seen & k_attrs) != 0);
+  }
+
+  /// A node's name, its opening quote consumed.
+  bool name_body(std::uint32_t i) {
+    std::string_view name;
+    if (!string_body(name)) return false;
+    room(g_.names, name.size(), i, est_nodes_);
+    g_.names.append(name);
+    return true;
+  }
+
+  bool inputs(std::uint32_t i, node_state& st) {
+    if (!eat('[')) return false;
+    if (eat(']')) return true;
+    const auto& rows = g_.node_row_ptr;
+    bool bad = false;
+    do {
+      node_entry e;
+      if (!entry(e) || e.node_id >= i || e.index >= rows[e.node_id + 1] - rows[e.node_id]) return false;
+      room(g_.inputs, 1, i, est_nodes_);
+      g_.inputs.push_back(e);
+      ++st.n_inputs;
+    } while (next_or_close(']', bad));
+    return !bad;
+  }
+
+  bool node_attrs(node_state& st) {
+    if (!eat('{')) return false;
+    unsigned seen = 0;
+    auto key = [&](unsigned bit) {
+      if (seen & bit) return false;
+      seen |= bit;
+      return eat_sep(':');
+    };
+    auto func_body = [&] {
+      if (same_string(last_func_)) {  // the kernel of the node before, as in chains
+        st.func_name = last_func_;
+        st.fid = last_fid_;
+        return true;
+      }
+      return string_body(st.func_name);
+    };
+    auto member = [&] {
+      if (!eat('"')) return false;
+      if (*p_ == 'f' && word("func_name")) return key(1) && eat('"') && func_body();
+      if (*p_ == 'n' && word("num_inputs")) return key(2) && eat('"') && u32_body(st.num_inputs);
+      if (*p_ == 'n' && word("num_outputs")) return key(4) && eat('"') && u32_body(st.num_outputs);
+      if (*p_ == 'f' && word("flatten_data")) return key(8) && eat('"') && u32_body(st.flatten);
+      std::string_view name, value;
+      if (!string_body(name) || !eat_sep(':') || !string_value(value) || extra_.size() >= max_extra) return false;
+      for (const auto& kv : extra_)
+        if (kv.first == name) return false;  // a repeated key
+      extra_.emplace_back(name, value);
+      return true;
+    };
+    // TVM's order and spacing first, as literals, as far as they match.
+    if (lit(R"("num_outputs": ")")) {
+      seen = 4;
+      if (!u32_body(st.num_outputs)) return false;
+      if (lit(R"(, "num_inputs": ")")) {
+        seen |= 2;
+        if (!u32_body(st.num_inputs)) return false;
+        if (lit(R"(, "flatten_data": ")")) {
+          seen |= 8;
+          if (!u32_body(st.flatten)) return false;
+          if (lit(R"(, "func_name": ")")) {
+            seen |= 1;
+            if (!func_body()) return false;
+          }
+        }
+      }
+    } else if (!member()) {
+      return false;
+    }
+    bool bad = false;
+    while (next_or_close('}', bad))
+      if (!member()) return false;
+    return !bad && seen == 15;
+  }
+
+  bool node_done(std::uint32_t i, const node_state& st, bool has_attrs) {
+    auto& rows = g_.node_row_ptr;
+    std::uint32_t outputs = 1;
+    std::uint32_t fid = compact_graph::no_func;
+    if (st.op == op_tvm) {
+      if (!has_attrs || st.func_name.empty() || st.num_inputs != st.n_inputs || st.num_outputs == 0) return false;
+      if (st.func_name == "__copy" && (st.n_inputs != 1 || st.num_outputs != 1)) return false;
+      outputs = st.num_outputs;
+      fid = st.fid != compact_graph::no_func ? st.fid : intern(st.func_name);
+    } else if (has_attrs && st.num_outputs != 1) {  // a "null" node
+      return false;
+    }
+    if (st.op == op_null && st.n_inputs != 0) return false;
+    if (rows_given_) {
+      if (rows.size() < std::size_t{i} + 2 || std::uint64_t{rows[i]} + outputs != rows[i + 1]) return false;
+    } else {
+      const std::uint64_t next = std::uint64_t{rows.back()} + outputs;
+      if (next > std::numeric_limits<std::uint32_t>::max()) return false;
+      rows.push_back(static_cast<std::uint32_t>(next));
+    }
+    g_.name_ptr.push_back(static_cast<std::uint32_t>(g_.names.size()));
+    g_.input_ptr.push_back(static_cast<std::uint32_t>(g_.inputs.size()));
+    g_.func.push_back(fid);
+    g_.flags.push_back(static_cast<std::uint8_t>((st.flatten != 0 ? compact_graph::flag_flatten_data : 0) |
+                                                 (has_attrs ? compact_graph::flag_has_attrs : 0)));
+    const bool odd_null = st.op == op_null && (st.num_inputs != 0 || !st.func_name.empty());
+    if (odd_null || !extra_.empty()) {
+      compact_graph::node_extra& x = g_.extras.emplace_back();
+      x.node = i;
+      x.num_inputs = st.num_inputs;
+      if (st.op == op_null) x.func_name = st.func_name;
+      x.attrs.reserve(extra_.size());
+      for (const auto& [k, v] : extra_) x.attrs.emplace_back(k, v);
+    }
+    return true;
+  }
+
+  /// The index of kernel `name` in funcs (the names are views into the text until finish()).
+  std::uint32_t intern(std::string_view name) {
+    if (name == last_func_) return last_fid_;
+    if (func_views_.size() * 2 >= slots_.size()) rehash(slots_.empty() ? 64 : slots_.size() * 2);
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t h = hash(name) & mask;; h = (h + 1) & mask) {
+      const std::uint32_t s = slots_[h];
+      if (s == 0) {
+        func_views_.push_back(name);
+        slots_[h] = static_cast<std::uint32_t>(func_views_.size());
+        break;
+      }
+      if (func_views_[s - 1] == name) {
+        last_func_ = name;
+        return last_fid_ = s - 1;
+      }
+    }
+    last_func_ = name;
+    return last_fid_ = static_cast<std::uint32_t>(func_views_.size() - 1);
+  }
+  static std::size_t hash(std::string_view s) noexcept {
+    std::uint64_t h = s.size() * 0x9e3779b97f4a7c15ull;
+    if (s.size() >= 8) {
+      h ^= load8(s.data());
+      h *= 0xff51afd7ed558ccdull;
+      h ^= load8(s.data() + s.size() - 8);
+    } else {
+      for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+    }
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+  void rehash(std::size_t size) {
+    slots_.assign(size, 0);
+    for (std::size_t k = 0; k < func_views_.size(); ++k) {
+      std::size_t h = hash(func_views_[k]) & (size - 1);
+      while (slots_[h] != 0) h = (h + 1) & (size - 1);
+      slots_[h] = static_cast<std::uint32_t>(k + 1);
+    }
+  }
+
+  // ---- graph attributes ----------------------------------------------------------
+
+  // Everything it calls inlined: the per-node and per-entry loops run here.
+  [[gnu::flatten]] bool graph_attrs() {
+    if (!eat('{')) return false;
+    unsigned seen = 0;
+    bool bad = false;
+    do {
+      if (!eat('"')) return false;
+      unsigned bit = 0;
+      switch (*p_) {
+        case 's': bit = word("shape") ? 1u : word("storage_id") ? 4u : 0u; break;
+        case 'd': bit = word("dltype") ? 2u : word("device_index") ? 8u : 0u; break;
+        default: break;
+      }
+      // storage_scope and other attributes are left to the other readers.
+      if (bit == 0 || (seen & bit) || !eat_sep(':') || !eat('[')) return false;
+      seen |= bit;
+      bool ok = false;
+      switch (bit) {
+        case 1: ok = quoted("list_shape") && eat_sep(',') && shapes(); break;
+        case 2: ok = quoted("list_str") && eat_sep(',') && dtypes(); break;
+        case 4: ok = quoted("list_int") && eat_sep(',') && i32_list(g_.storage_id); break;
+        default: ok = quoted("list_int") && eat_sep(',') && i32_list(g_.device_index); break;
+      }
+      if (!ok || !eat(']')) return false;
+    } while (next_or_close('}', bad));
+    return !bad && (seen & 7) == 7;
+  }
+
+  /// The entry count if known, else the guess; never more than the text could hold.
+  std::size_t entries_guess() const noexcept {
+    const std::size_t m = nodes_read_ || rows_given_ ? g_.node_row_ptr.back() : est_entries_;
+    return std::min(m, static_cast<std::size_t>(end_ - begin_) / 8);
+  }
+
+  bool dtypes() {
+    if (!eat('[')) return false;
+    g_.dltype.reserve(entries_guess());
+    if (eat(']')) return true;
+    std::string_view last;
+    DLDataType last_t{};
+    bool bad = false;
+    do {
+      if (!eat('"')) return false;
+      if (!same_string(last)) {
+        std::string_view name;
+        if (!string_body(name)) return false;
+        const auto t = try_parse_dtype(name);
+        if (!t) return false;
+        last = name;
+        last_t = *t;
+      }
+      g_.dltype.push_back(last_t);
+    } while (next_or_close(']', bad));
+    return !bad;
+  }
+
+  bool i32_list(std::vector<std::int32_t>& out) {
+    if (!eat('[')) return false;
+    out.reserve(entries_guess());
+    if (peek(']')) return ++p_, true;
+    bool bad = false;
+    do {
+      std::int64_t x = 0;
+      if (!integer(x, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max())) return false;
+      out.push_back(static_cast<std::int32_t>(x));
+    } while (next_or_close(']', bad));
+    return !bad;
+  }
+
+  bool shapes() {
+    if (!eat('[')) return false;
+    const std::size_t m = entries_guess();
+    g_.shape_ptr.reserve(m + 1);
+    g_.dims.reserve(m);
+    g_.shape_ptr.push_back(0);
+    if (peek(']')) return ++p_, true;
+    bool bad = false;
+    std::size_t e = 0;
+    do {
+      if (!eat('[')) return false;
+      if (peek(']')) {
+        ++p_;
+      } else {
+        std::size_t ndim = 0;
+        bool bad_dim = false;
+        do {
+          std::int64_t d = 0;
+          if (!integer(d, 0, std::numeric_limits<std::int64_t>::max()) || ++ndim > static_cast<std::size_t>(max_ndim)) return false;
+          room(g_.dims, 1, e, m);
+          g_.dims.push_back(d);
+        } while (next_or_close(']', bad_dim));
+        if (bad_dim) return false;
+      }
+      g_.shape_ptr.push_back(static_cast<std::uint32_t>(g_.dims.size()));
+      ++e;
+    } while (next_or_close(']', bad));
+    return !bad;
+  }
+
+  // ---- what check_graph checks across sections -----------------------------------
+
+  bool finish() {
+    const auto& rows = g_.node_row_ptr;
+    const std::size_t n = g_.func.size();
+    if (rows.size() != n + 1) return false;
+    const std::uint32_t m = rows[n];
+    if (g_.shape_ptr.size() != std::size_t{m} + 1 || g_.dltype.size() != m || g_.storage_id.size() != m) return false;
+    if (!g_.device_index.empty() && g_.device_index.size() != m) return false;
+
+    for (std::uint32_t e = 0; e < m; ++e) {
+      if (!checked_byte_size(g_.shape(e), g_.dltype[e])) return false;
+      if (static_cast<std::uint32_t>(g_.storage_id[e]) >= m) return false;  // negative ids wrap to large
+    }
+    if (!g_.device_index.empty()) {
+      std::vector<std::uint8_t> device_of_storage(m, 0);
+      for (std::uint32_t e = 0; e < m; ++e) {
+        const std::int32_t dev = g_.device_index[e];
+        if (dev <= 0 || dev > 64) return false;
+        std::uint8_t& first = device_of_storage[static_cast<std::uint32_t>(g_.storage_id[e])];
+        if (first == 0) {
+          first = static_cast<std::uint8_t>(dev);
+        } else if (first != dev) {
+          return false;
+        }
+      }
+    }
+
+    for (const node_entry& h : g_.heads)
+      if (h.node_id >= n || h.index >= rows[h.node_id + 1] - rows[h.node_id]) return false;
+
+    if (!args_unique()) return false;
+
+    g_.funcs.reserve(func_views_.size());
+    for (std::string_view f : func_views_) g_.funcs.emplace_back(f);
+    fit(g_.names);
+    fit(g_.inputs);
+    fit(g_.dims);
+    fit(g_.extras);
+    return true;
+  }
+
+  /// arg_nodes: in range, "null" nodes, with distinct names.
+  bool args_unique() {
+    const std::size_t n = g_.func.size();
+    const std::size_t count = g_.arg_nodes.size();
+    if (count == 0) return true;
+    std::size_t size = 16;
+    while (size < count * 2) size *= 2;
+    std::vector<std::uint32_t> slots(size, 0);
+    for (std::uint32_t nid : g_.arg_nodes) {
+      if (nid >= n || g_.func[nid] != compact_graph::no_func) return false;
+      const std::string_view name = g_.name(nid);
+      for (std::size_t h = hash(name) & (size - 1);; h = (h + 1) & (size - 1)) {
+        if (slots[h] == 0) {
+          slots[h] = nid + 1;
+          break;
+        }
+        if (g_.name(slots[h] - 1) == name) return false;
+      }
+    }
+    return true;
+  }
+
+  static constexpr auto ws_table = [] {
+    std::array<std::uint8_t, 256> t{};
+    t[' '] = t['\n'] = t['\r'] = t['\t'] = 1;
+    return t;
+  }();
+  static constexpr std::size_t max_extra = 16;  // more other attributes in one node: left to the other readers
+
+  const char* p_;
+  const char* end_;
+  const char* begin_;
+  const char* last_ = nullptr;  // the text's last '}'
+  compact_graph& g_;
+  std::size_t est_nodes_ = 0, est_entries_ = 0;
+  bool nodes_read_ = false, rows_given_ = false;
+  std::vector<std::pair<std::string_view, std::string_view>> extra_;
+  std::vector<std::string_view> func_views_;
+  std::vector<std::uint32_t> slots_;
+  std::string_view last_func_;
+  std::uint32_t last_fid_ = 0;
+};
+
+/// Reads `text` into `out` and checks it; true only if the document reader and
+/// validate() would accept the text and make the same compact graph. On false, `out`
+/// holds whatever was read before the scanner gave up.
+inline bool scan_graph(std::string_view text, compact_graph& out) {
+  out = compact_graph();
+  return graph_scanner(text, out).run();
+}
+
+}  // namespace detail
+GEXEC_NAMESPACE_END
