@@ -1,6 +1,7 @@
 #include "compact_compare.hpp"
 #include "test_support.hpp"
 
+#include <algorithm>
 #include <gexec/graph.hpp>
 
 #include <boost/json.hpp>
@@ -200,6 +201,29 @@ TEST_CASE("to_json writes a graph that parses back to the same content") {
   CHECK(doc.at("attrs").at("shape").at(0) == "list_shape");
   CHECK(doc.at("attrs").at("storage_id").at(0) == "list_int");
   CHECK(doc.at("nodes").at(0).as_object().if_contains("attrs") == nullptr);
+}
+
+TEST_CASE("a validated graph keeps the compact form and makes the node-per-struct graph once, on request") {
+  const gexec::validated_graph vg = gexec::parse_graph(kGraph);
+  const gexec::compact_graph& c = vg.compact();
+  REQUIRE(c.num_nodes() == 5);
+  CHECK(c.num_entries() == 6);
+  CHECK(c.name(0) == "x");
+  CHECK_FALSE(c.is_op(0));
+  CHECK(c.func_name(2) == "fused_dense");
+  CHECK(c.node_inputs(2).size() == 2);
+  CHECK(c.num_outputs(4) == 2);
+  CHECK(c.node_of(5) == 4);
+  // Each kernel name is kept once; nodes refer to it by index.
+  std::vector<std::string> funcs = c.funcs;
+  std::sort(funcs.begin(), funcs.end());
+  CHECK(std::adjacent_find(funcs.begin(), funcs.end()) == funcs.end());
+  // What the compact form holds besides (control_deps, extra attributes) comes back whole.
+  const gexec::graph& g = vg.get();
+  check_graph_content(g);
+  const gexec::validated_graph copy = vg;
+  CHECK(&copy.get() == &g);  // made once, shared by copies
+  CHECK(gexec::to_json(gexec::to_graph(gexec::to_compact(g))) == gexec::to_json(g));
 }
 
 TEST_CASE("optional graph attributes may be absent") {

@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -130,12 +131,16 @@ struct plan {
   std::vector<copy_template> copies;
   std::vector<detail::step_run> order;
   std::vector<std::uint32_t> step_node;     ///< per step of the run order: its node
-  /// Per alias group (keyed by its root entry), everything that is that data, as a CSR
-  /// list: i < number of entries is entry i, else flattened argument flat_args[i - entries].
-  std::vector<std::uint32_t> users_begin;
-  std::vector<std::uint32_t> users;
+  /// Per entry: the next entry of its alias group (groups are lists from their root, in
+  /// entry order), or no_entry; empty when no entry aliases another.
+  std::vector<std::uint32_t> alias_next;
+  /// (alias root, index into flat_args) of every flattened argument, by root.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> flat_users;
 
+  static constexpr std::uint32_t no_entry = UINT32_MAX;
   [[nodiscard]] std::size_t num_entries() const noexcept { return alias_root.size(); }
+  /// The entry after `eid` in its alias group, or no_entry.
+  [[nodiscard]] std::uint32_t next_alias(std::uint32_t eid) const noexcept { return alias_next.empty() ? no_entry : alias_next[eid]; }
   /// Entry `eid` as a kernel sees it, without data.
   [[nodiscard]] DLTensor entry_tensor(const compact_graph& g, std::uint32_t eid) const {
     const auto shape = g.shape(eid);
@@ -145,10 +150,8 @@ struct plan {
   /// Bytes of the largest entry in `eid`'s alias group.
   [[nodiscard]] std::uint64_t alias_group_bytes(const compact_graph& g, std::uint32_t eid) const {
     std::uint64_t bytes = 0;
-    const std::uint32_t root = alias_root[eid];
-    for (std::uint32_t i = users_begin[root]; i < users_begin[root + 1]; ++i)
-      if (users[i] < num_entries())
-        bytes = std::max(bytes, detail::checked_byte_size(g.shape(users[i]), g.dltype[users[i]]).value_or(0));
+    for (std::uint32_t e = alias_root[eid]; e != no_entry; e = next_alias(e))
+      bytes = std::max(bytes, detail::checked_byte_size(g.shape(e), g.dltype[e]).value_or(0));
     return bytes;
   }
   /// The run in `order` holding step `k`.
@@ -203,13 +206,11 @@ struct instance_plan {
   /// tensor is dead) keep their memory: they are other tensors.
   void bind_alias_group(const plan& p, std::uint32_t eid, void* data) {
     const std::uint32_t root = p.alias_root[eid];
-    const std::size_t n = entries.size();
     if (entries[root].data != data) ++version;
-    for (std::uint32_t i = p.users_begin[root]; i < p.users_begin[root + 1]; ++i) {
-      const std::uint32_t u = p.users[i];
-      if (u < n) entries[u].data = data;
-      else flat_args[u - n].data = data;
-    }
+    for (std::uint32_t e = root; e != plan::no_entry; e = p.next_alias(e)) entries[e].data = data;
+    if (p.flat_users.empty()) return;
+    auto it = std::lower_bound(p.flat_users.begin(), p.flat_users.end(), std::pair<std::uint32_t, std::uint32_t>(root, 0));
+    for (; it != p.flat_users.end() && it->first == root; ++it) flat_args[it->second].data = data;
   }
 };
 
@@ -352,18 +353,23 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
     append_step(detail::step_kind::call, p.calls.size() - 1, p.entry_device[g.entry_id(nid, 0)], nid);
   }
 
-  // Users of each alias group: its entries and the flattened arguments made from them.
-  {
-    std::vector<std::uint32_t> count(std::size_t{n_entries} + 1, 0);
-    for (std::uint32_t e = 0; e < n_entries; ++e) ++count[p.alias_root[e] + 1];
-    for (std::uint32_t a : p.flat_args) ++count[p.alias_root[p.arg_entry[a]] + 1];
-    for (std::size_t i = 1; i <= n_entries; ++i) count[i] += count[i - 1];
-    p.users_begin = count;
-    p.users.resize(count.back());
-    for (std::uint32_t e = 0; e < n_entries; ++e) p.users[count[p.alias_root[e]]++] = e;
-    for (std::size_t k = 0; k < p.flat_args.size(); ++k)
-      p.users[count[p.alias_root[p.arg_entry[p.flat_args[k]]]]++] = n_entries + static_cast<std::uint32_t>(k);
+  // Each alias group as a list from its root (an alias comes after what it aliases), and
+  // the flattened arguments made from each group.
+  bool aliased = false;
+  for (std::uint32_t e = 0; e < n_entries && !aliased; ++e) aliased = p.alias_root[e] != e;
+  if (aliased) {
+    std::vector<std::uint32_t> tail(n_entries);
+    p.alias_next.assign(n_entries, plan::no_entry);
+    for (std::uint32_t e = 0; e < n_entries; ++e) {
+      const std::uint32_t root = p.alias_root[e];
+      if (root != e) p.alias_next[tail[root]] = e;
+      tail[root] = e;
+    }
   }
+  p.flat_users.reserve(p.flat_args.size());
+  for (std::size_t k = 0; k < p.flat_args.size(); ++k)
+    p.flat_users.emplace_back(p.alias_root[p.arg_entry[p.flat_args[k]]], static_cast<std::uint32_t>(k));
+  std::sort(p.flat_users.begin(), p.flat_users.end());
 
   // Storage: the alias groups with their lifetimes over the node order, laid out by the planner.
   storage_problem problem;
@@ -386,7 +392,7 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
       storage_value v;
       v.root = e;
       v.device = devices[p.entry_device[e]];
-      v.bytes = p.users_begin[e + 1] - p.users_begin[e] == 1 ? byte_size(e).value_or(0) : p.alias_group_bytes(g, e);
+      v.bytes = p.alias_group_bytes(g, e);
       v.storage_id = g.storage_id[e];
       v.first = v.last = nid;
       problem.values.push_back(v);
