@@ -873,3 +873,24 @@ TEST_CASE("the scanner refuses what the document reader or check_graph refuses")
   // Cut short anywhere.
   for (std::size_t len = 0; len < base.size(); len += 7) check_scan(base.substr(0, len), false);
 }
+
+TEST_CASE("kernel names made to collide in the scanner's table go to the other readers, which read them as well") {
+  // 40-byte names equal in the bytes the scanner hashes (the first, middle and last eight)
+  // and different in between: every name lands in one probe sequence.
+  constexpr int n = 3000;
+  std::string text = chain_text(n);
+  for (int i = 0; i < n; ++i) {
+    char middle[9];
+    std::snprintf(middle, sizeof middle, "%08d", i);
+    const std::string name = std::string("kernel__") + middle + "__same__" + middle + "_suffix_";  // 40 bytes, [16, 24) fixed
+    REQUIRE(name.size() == 40);
+    const auto at = text.find("\"func_name\": \"add_one\"");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 22, "\"func_name\": \"" + name + "\"");
+  }
+  gexec::compact_graph scanned;
+  CHECK_FALSE(gexec::detail::scan_graph(text, scanned));
+  const gexec::validated_graph g = gexec::parse_graph(text);
+  CHECK(g.compact().funcs.size() == n);
+  CHECK(g.compact().func_name(n) == "kernel__00002999__same__00002999_suffix_");
+}

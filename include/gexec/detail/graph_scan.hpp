@@ -610,6 +610,7 @@ class graph_scanner {
       if (st.func_name == "__copy" && (st.n_inputs != 1 || st.num_outputs != 1)) return false;
       outputs = st.num_outputs;
       fid = st.fid != compact_graph::no_func ? st.fid : intern(st.func_name);
+      if (fid == compact_graph::no_func) return false;
     } else if (has_attrs && st.num_outputs != 1) {  // a "null" node
       return false;
     }
@@ -638,12 +639,18 @@ class graph_scanner {
     return true;
   }
 
-  /// The index of kernel `name` in funcs (the names are views into the text until finish()).
+  /// The index of kernel `name` in funcs (the names are views into the text until
+  /// finish()), or no_func when its probe runs long: the hash reads only the ends of a
+  /// name, so text made to collide goes to the other readers instead of costing time
+  /// quadratic in the number of names.
   std::uint32_t intern(std::string_view name) {
     if (name == last_func_) return last_fid_;
     if (func_views_.size() * 2 >= slots_.size()) rehash(slots_.empty() ? 64 : slots_.size() * 2);
     const std::size_t mask = slots_.size() - 1;
+    constexpr int max_probe = 64;
+    int probe = 0;
     for (std::size_t h = hash(name) & mask;; h = (h + 1) & mask) {
+      if (++probe > max_probe) return compact_graph::no_func;
       const std::uint32_t s = slots_[h];
       if (s == 0) {
         func_views_.push_back(name);
@@ -662,6 +669,8 @@ class graph_scanner {
     std::uint64_t h = s.size() * 0x9e3779b97f4a7c15ull;
     if (s.size() >= 8) {
       h ^= load8(s.data());
+      h *= 0xff51afd7ed558ccdull;
+      h ^= load8(s.data() + s.size() / 2 - 4);  // kernel names often differ only inside
       h *= 0xff51afd7ed558ccdull;
       h ^= load8(s.data() + s.size() - 8);
     } else {
