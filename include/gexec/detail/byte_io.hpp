@@ -136,6 +136,13 @@ inline const char* file_kind(mode_t mode) noexcept {
   return "not a regular file";
 }
 
+/// A file's bytes as read_buffer() returns them.
+struct file_buffer {
+  std::unique_ptr<char[]> bytes;
+  std::size_t size = 0;
+  [[nodiscard]] std::string_view view() const noexcept { return {bytes.get(), size}; }
+};
+
 /// A regular file open for reading (the descriptor closes with the object). Anything
 /// else (a FIFO, a directory, a device, a socket) is refused with errc::io naming the
 /// path before a byte is read, and opening never waits for a FIFO's writer.
@@ -203,7 +210,23 @@ class regular_file {
   }
 
   /// The whole file in one sized read (in steps, each reported, with a progress
-  /// callback); errc::out_of_memory if no buffer that large can be had.
+  /// callback); errc::out_of_memory if no buffer that large can be had. The buffer is
+  /// not zeroed first: the read writes every byte.
+  [[nodiscard]] file_buffer read_buffer(progress_sink* progress = nullptr) const {
+    file_buffer out;
+    try {
+      if (size_ > static_cast<std::uint64_t>(std::numeric_limits<std::ptrdiff_t>::max())) throw std::length_error("file size");
+      out.bytes.reset(new char[static_cast<std::size_t>(size_)]);  // default-initialized: no pass over it
+    } catch (const std::exception&) {  // std::bad_alloc, std::length_error
+      throw error(errc::out_of_memory, "cannot allocate " + std::to_string(size_) + " bytes to read " + name());
+    }
+    out.size = static_cast<std::size_t>(size_);
+    read_exact(out.bytes.get(), size_, 0, progress);
+    if (progress) progress->report(size_);
+    return out;
+  }
+
+  /// The same as a std::string (zeroed first, then read).
   [[nodiscard]] std::string read_all(progress_sink* progress = nullptr) const {
     std::string bytes;
     try {

@@ -248,13 +248,13 @@ inline validated_graph parse_graph(std::string_view json_text) try {
 /// be opened or read or is not a regular file (a FIFO, a directory, a device: refused
 /// before anything is read); errc::out_of_memory if it is larger than memory can hold.
 inline validated_graph load_graph_file(const std::filesystem::path& path) {
-  return parse_graph(detail::regular_file(path, "graph file").read_all());
+  return parse_graph(detail::regular_file(path, "graph file").read_buffer().view());
 }
 /// The same, telling `progress` of the bytes read (see load_progress).
 inline validated_graph load_graph_file(const std::filesystem::path& path, const load_progress& progress) {
   detail::regular_file file(path, "graph file");
   detail::progress_sink sink(&progress, file.size());
-  return parse_graph(file.read_all(&sink));
+  return parse_graph(file.read_buffer(&sink).view());
 }
 
 /// Writes the graph as JSON that TVM v0.19's graph executor reads.
