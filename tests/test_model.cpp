@@ -412,6 +412,25 @@ TEST_CASE("model::load reports progress over the graph and parameter files toget
   CHECK(calls.back() == std::pair<std::uint64_t, std::uint64_t>(std::filesystem::file_size(graph_file), std::filesystem::file_size(graph_file)));
 }
 
+TEST_CASE("model::load of a single-file library reports progress over its embedded blob") {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> calls;
+  gexec::model_options options;
+  options.progress = [&](std::uint64_t done, std::uint64_t all) { calls.emplace_back(done, all); };
+  const auto m = gexec::model::load(GEXEC_TEST_FACTORY, options);
+  REQUIRE(!calls.empty());
+  const std::uint64_t total = calls.front().second;
+  CHECK(total > m.param_bytes());  // the graph JSON and the parameters' headers besides
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    CHECK(calls[i].second == total);
+    if (i) CHECK(calls[i].first >= calls[i - 1].first);
+  }
+  CHECK(calls.back().first == total);
+  // Loaded again while the first model holds the parsed blob: all of it at once.
+  calls.clear();
+  const auto again = gexec::model::load(GEXEC_TEST_FACTORY, options);
+  CHECK(calls == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{total, total}});
+}
+
 TEST_CASE("a single-file library's parameters are held once: the factory's are the model's") {
   gexec::factory f = gexec::load_factory(GEXEC_TEST_FACTORY);
   const gexec::model m = f.get_model();

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <concepts>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -47,20 +48,28 @@ struct embedded_factory {
 };
 
 /// Parsed once per loaded library and shared by every model and factory made from it,
-/// so N loads of one model.so hold one copy of its weights.
-inline std::shared_ptr<const embedded_factory> read_embedded_factory(const module& lib) {
+/// so N loads of one model.so hold one copy of its weights. `progress` hears of the
+/// bytes of the embedded blob read (all at once when it was parsed before).
+inline std::shared_ptr<const embedded_factory> read_embedded_factory(const module& lib, const load_progress* progress) {
   if (!lib) throw error(errc::invalid_argument, "read_embedded_factory: no module");
   module_state& state = *lib.state_;
   std::lock_guard g(state.embedded_mu);
-  if (auto cached = state.embedded.lock()) return cached;
   const std::string where = lib.path().string();
   auto symbol = lib.data_symbol("__tvm_dev_mblob");
+  if (auto cached = state.embedded.lock()) {
+    if (progress && *progress) {  // read before: all of the payload at once
+      std::uint64_t length = 0;
+      std::memcpy(&length, symbol.data(), sizeof length);  // the blob was parsed, so its length is there
+      (*progress)(length, length);
+    }
+    return cached;
+  }
   if (symbol.empty())
     throw error(errc::invalid_module, where + " has no __tvm_dev_mblob: it is a kernel library without an embedded "
                                               "graph (load it with load_module and pass the graph JSON to create)");
   // The parameters are copied out of the library's pages, which are released as they
   // are read: the copies, which the models keep in place, are the only ones resident.
-  module_blob blob = parse_module_blob(symbol, "__tvm_dev_mblob of " + where, blob_parts::all, true);
+  module_blob blob = parse_module_blob(symbol, "__tvm_dev_mblob of " + where, blob_parts::all, true, progress);
   if (!blob.factory) throw error(errc::invalid_module, "__tvm_dev_mblob of " + where + " holds no GraphExecutorFactory");
   auto parsed = std::make_shared<embedded_factory>();
   parsed->graph = parse_graph(blob.factory->graph_json);
@@ -81,7 +90,7 @@ template <class Model>
 struct library_model {
   static Model load(const std::filesystem::path& library, model_options options) {
     module lib = load_library_for(options, library);
-    auto embedded = read_embedded_factory(lib);
+    auto embedded = read_embedded_factory(lib, &options.progress);
     Model m(embedded->graph, packed_c_abi(lib), embedded->blob.params, std::move(options));
     m.keep_source(std::move(embedded));
     return m;

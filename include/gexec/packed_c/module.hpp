@@ -34,6 +34,7 @@
 #include "../detail/byte_io.hpp"
 #include "../detail/env_registry.hpp"
 #include "../error.hpp"
+#include "../load_progress.hpp"
 #include "../runtime.hpp"
 #include "../tvm_abi.hpp"
 #include "hooks.hpp"
@@ -154,7 +155,7 @@ inline void claim_context_slots(const boost::dll::shared_library& lib, const std
 }
 
 /// The library's embedded factory, parsed once per loaded library (packed_c/model.hpp).
-inline std::shared_ptr<const embedded_factory> read_embedded_factory(const module& lib);
+inline std::shared_ptr<const embedded_factory> read_embedded_factory(const module& lib, const load_progress* progress = nullptr);
 
 }  // namespace detail
 
@@ -205,7 +206,7 @@ class module {
  private:
   friend module load_module(const std::filesystem::path& path);
   friend class runtime;
-  friend std::shared_ptr<const detail::embedded_factory> detail::read_embedded_factory(const module& lib);
+  friend std::shared_ptr<const detail::embedded_factory> detail::read_embedded_factory(const module& lib, const load_progress* progress);
   std::shared_ptr<detail::module_state> state_;
 };
 

@@ -96,7 +96,8 @@ enum class factory_params {
 };
 
 /// Reads a GraphExecutorFactory payload. Padding tensors (see params.hpp) are dropped.
-inline graph_factory_blob read_graph_factory(byte_reader& in, factory_params mode = factory_params::copy) {
+/// `progress` hears of the reader's position as parameters are copied.
+inline graph_factory_blob read_graph_factory(byte_reader& in, factory_params mode = factory_params::copy, progress_sink* progress = nullptr) {
   const bool keep = mode != factory_params::skip;
   graph_factory_blob f;
   if (keep) f.graph_json = in.read_string("graph JSON");
@@ -128,6 +129,7 @@ inline graph_factory_blob read_graph_factory(byte_reader& in, factory_params mod
       const auto n = std::min(step, h.bytes - done);
       in.read_into(out + done, n, "tensor data");
       release_to(in.data().data() + in.position());
+      if (progress) progress->report(in.position());
     }
     f.params.set(names[i], std::move(tensor));
   }
@@ -164,12 +166,16 @@ namespace detail {
 
 /// parse_module_blob; with `release`, over a blob in a loaded library's read-only data,
 /// whose pages are given back as the parameters are copied out of them.
-inline module_blob parse_module_blob(std::span<const std::byte> symbol, const std::string& source, blob_parts parts, bool release) {
+/// `progress` hears of the bytes of the payload read (in steps while parameters are
+/// copied), and of all of them at the end.
+inline module_blob parse_module_blob(std::span<const std::byte> symbol, const std::string& source, blob_parts parts, bool release,
+                                     const load_progress* progress = nullptr) {
   detail::byte_reader outer(symbol, source, errc::invalid_module);
   auto length = outer.read<std::uint64_t>("payload length");
   if (length > outer.remaining())
     outer.fail("payload length " + std::to_string(length) + " exceeds the " + std::to_string(outer.remaining()) + " bytes that follow");
   detail::byte_reader in(outer.bytes(length, "payload"), source, errc::invalid_module);
+  detail::progress_sink sink(progress, length);
   module_blob blob;
   auto count = in.read_count("module count", sizeof(std::uint64_t));
   for (std::uint64_t i = 0; i < count; ++i) {
@@ -186,7 +192,8 @@ inline module_blob parse_module_blob(std::span<const std::byte> symbol, const st
       if (blob.factory) in.fail("a second graph executor factory");
       blob.factory = detail::read_graph_factory(in, parts == blob_parts::device_modules ? detail::factory_params::skip
                                                     : release                                ? detail::factory_params::copy_and_release
-                                                                                             : detail::factory_params::copy);
+                                                                                             : detail::factory_params::copy,
+                                                sink ? &sink : nullptr);
     } else if (key == "cuda") {
       blob.cuda_modules.push_back(detail::read_cuda_module(in));
     } else {
@@ -208,6 +215,7 @@ inline module_blob parse_module_blob(std::span<const std::byte> symbol, const st
     for (std::uint64_t child : blob.import_tree_child_indices)
       if (child >= n_modules) in.fail("import tree child " + std::to_string(child) + " is not one of the " + std::to_string(n_modules) + " modules");
   }
+  sink.report(length);
   return blob;
 }
 
