@@ -386,6 +386,10 @@ TEST_CASE("--threads, --device, --policy and --progress") {
   CHECK(bar.status == 0);
   CHECK(has(bar, "loading params.bin [##############################] 100%"));
   CHECK(!has(run_cli(split + " -i x=1"), "loading"));  // not a terminal
+  // A single-file model: the bar follows the embedded blob's bytes.
+  const result single_bar = run_cli(single + " -i x=1 --progress always");
+  CHECK(single_bar.status == 0);
+  CHECK(has(single_bar, "loading " + std::filesystem::path(GEXEC_TEST_FACTORY).filename().string() + " [##############################] 100%"));
 }
 
 TEST_CASE("bad command lines: clear errors, non-zero exits, never an abort") {

@@ -61,9 +61,11 @@ struct options {
 class progress_bar {
  public:
   progress_bar(std::string label, std::uint64_t total, bool shown) : label_(std::move(label)), total_(total), shown_(shown) {}
-  void update(std::uint64_t done) {
-    if (!shown_ || total_ == 0) return;
-    const int percent = static_cast<int>(done * 100 / total_);
+  /// `total`: of how many bytes, when the load says (else the file's size).
+  void update(std::uint64_t done, std::uint64_t total = 0) {
+    if (total == 0) total = total_;
+    if (!shown_ || total == 0) return;
+    const int percent = static_cast<int>(std::min(done, total) * 100 / total);
     if (percent == last_) return;
     last_ = percent;
     const int filled = percent * 30 / 100;
@@ -90,7 +92,7 @@ struct file_progress {
   gexec::load_progress callback;
   file_progress(const fs::path& path, const std::string& progress)
       : bar("loading " + path.filename().string(), file_size_or_zero(path), shown(path, progress)) {
-    if (shown(path, progress)) callback = [this](std::uint64_t done, std::uint64_t) { bar.update(done); };
+    if (shown(path, progress)) callback = [this](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   }
   file_progress(const file_progress&) = delete;
   file_progress& operator=(const file_progress&) = delete;
@@ -156,12 +158,17 @@ loaded load(const options& o) {
   mo.runtime = rt;
   loaded l;
   if (!o.model.empty()) {
+    {  // the embedded blob is read here, once; the factory below shares it
+      file_progress bar(o.model, o.progress);
+      gexec::model_options first = mo;
+      first.progress = bar.callback;
+      l.model.emplace(gexec::cuda_model::load(o.model, std::move(first)));
+    }
     l.factory = gexec::load_factory(o.model, rt);
     for (const auto& [name, value] : l.factory->params()) {
       l.param_names.push_back(name);
       l.param_bytes += value.byte_size();
     }
-    l.model.emplace(gexec::cuda_model::load(o.model, mo));
     l.executor.emplace(l.model->instantiate());
     return l;
   }
