@@ -808,9 +808,12 @@ class graph_executor {
   }
 
   /// Steps [begin, end) of the run order, on this thread: the flat loops over the step
-  /// arrays, with the observer's hooks around each step when there is one.
+  /// arrays, with the observer's hooks around each step when there is one. A function
+  /// of its own, aligned to 64 bytes, so that where its loops fall against cache-line
+  /// and fetch boundaries does not move with unrelated code around it (a do-nothing
+  /// kernel's dispatch cost varied 1.00-1.21x the plain loop by placement alone).
   template <class Observer>
-  void run_steps(std::uint32_t begin, std::uint32_t end, Observer& observer) {
+  [[gnu::noinline, gnu::aligned(64)]] void run_steps(std::uint32_t begin, std::uint32_t end, Observer& observer) {
     if (begin >= end) return;
     instance& s = *s_;
     const model_state& m = *m_;
