@@ -44,29 +44,46 @@ inline bool covers(std::vector<std::pair<std::uint64_t, std::uint64_t>>& parts, 
 inline step_graph make_step_graph(const compact_graph& g, const plan& p) {
   const auto n_steps = static_cast<std::uint32_t>(p.step_node.size());
   const auto n_entries = static_cast<std::uint32_t>(g.num_entries());
+  const auto n_nodes = static_cast<std::uint32_t>(g.num_nodes());
   constexpr std::uint32_t none = UINT32_MAX;
-  std::vector<std::uint32_t> step_of_node(g.num_nodes(), none);
-  for (std::uint32_t k = 0; k < n_steps; ++k) step_of_node[p.step_node[k]] = k;
+  // A node may have several steps (a __nop whose outputs do not alias its inputs is a
+  // copy per output), always consecutive: node n's steps are [steps_begin[n], steps_begin[n + 1]).
+  std::vector<std::uint32_t> steps_begin(std::size_t{n_nodes} + 1, 0);
+  for (std::uint32_t k = 0; k < n_steps; ++k) ++steps_begin[p.step_node[k] + 1];
+  for (std::uint32_t n = 0; n < n_nodes; ++n) steps_begin[n + 1] += steps_begin[n];
+
+  // What step k reads and writes: a call reads its node's inputs and writes its outputs;
+  // a copy reads and writes one entry each.
+  auto for_each_access = [&](std::uint32_t k, auto&& read, auto&& write) {
+    const detail::step_run& r = p.order[p.run_of(k)];
+    if (r.kind == detail::step_kind::copy) {
+      const copy_template& c = p.copies[r.begin + (k - r.step)];
+      read(c.from);
+      write(c.to);
+      return;
+    }
+    const std::uint32_t nid = p.step_node[k];
+    for (const node_entry& in : g.node_inputs(nid)) read(g.entry_id(in));
+    for (std::uint32_t o = 0; o < g.num_outputs(nid); ++o) write(g.entry_id(nid, o));
+  };
+  auto ignore = [](std::uint32_t) {};
 
   // Per value (an alias group, named by its root entry): the step writing it and the
   // steps reading it (CSR).
-  auto value = [&](const node_entry& in) { return p.alias_root[g.entry_id(in)]; };
+  const auto& root = p.alias_root;
   std::vector<std::uint32_t> writer(n_entries, none);
   std::vector<std::uint32_t> readers_begin(std::size_t{n_entries} + 1, 0), readers;
-  for (std::uint32_t k = 0; k < n_steps; ++k) {
-    const std::uint32_t nid = p.step_node[k];
-    for (std::uint32_t o = 0; o < g.num_outputs(nid); ++o) {
-      const std::uint32_t e = g.entry_id(nid, o);
-      if (p.alias_root[e] == e) writer[e] = k;
-    }
-    for (const node_entry& in : g.node_inputs(nid)) ++readers_begin[value(in) + 1];
-  }
+  for (std::uint32_t k = 0; k < n_steps; ++k)
+    for_each_access(
+        k, [&](std::uint32_t e) { ++readers_begin[root[e] + 1]; },
+        [&](std::uint32_t e) {
+          if (root[e] == e) writer[e] = k;
+        });
   for (std::size_t v = 0; v < n_entries; ++v) readers_begin[v + 1] += readers_begin[v];
   readers.resize(readers_begin.back());
   {
     std::vector<std::uint32_t> fill(readers_begin.begin(), readers_begin.end() - 1);
-    for (std::uint32_t k = 0; k < n_steps; ++k)
-      for (const node_entry& in : g.node_inputs(p.step_node[k])) readers[fill[value(in)]++] = k;
+    for (std::uint32_t k = 0; k < n_steps; ++k) for_each_access(k, [&](std::uint32_t e) { readers[fill[root[e]]++] = k; }, ignore);
   }
 
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
@@ -74,14 +91,13 @@ inline step_graph make_step_graph(const compact_graph& g, const plan& p) {
     if (from != none && to != none && from != to) edges.emplace_back(from, to);
   };
   for (std::uint32_t k = 0; k < n_steps; ++k) {
-    const std::uint32_t nid = p.step_node[k];
-    for (const node_entry& in : g.node_inputs(nid)) edge(writer[value(in)], k);
-    if (const auto* extra = g.extra(nid))
+    for_each_access(k, [&](std::uint32_t e) { edge(writer[root[e]], k); }, ignore);
+    if (const auto* extra = g.extra(p.step_node[k]))
       for (std::uint32_t dep : extra->control_deps) {
-        if (step_of_node[dep] != none) {
-          edge(step_of_node[dep], k);
+        if (steps_begin[dep] != steps_begin[dep + 1]) {  // after every step of that node
+          for (std::uint32_t d = steps_begin[dep]; d < steps_begin[dep + 1]; ++d) edge(d, k);
         } else {  // a node without a step (an input, an aliasing __nop): what it stands for
-          for (const node_entry& in : g.node_inputs(dep)) edge(writer[value(in)], k);
+          for (const node_entry& in : g.node_inputs(dep)) edge(writer[root[g.entry_id(in)]], k);
         }
       }
   }

@@ -9,6 +9,7 @@
 #include "../config.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -32,11 +33,15 @@ class node_timer {
 
   explicit node_timer(const graph& g) : graph_(&g), per_node_(g.nodes.size()) {}
 
-  void before(const step_event& e) noexcept { per_node_[e.node_id].start = clock::now(); }
+  // A node can have several steps (a __nop copying several outputs), which a parallel
+  // policy may run at once on different threads: a step's start is kept by the thread
+  // running it (its before and after run on that thread, with no other step between),
+  // and the node's figures are summed atomically.
+  void before(const step_event&) noexcept { started() = clock::now(); }
   void after(const step_event& e) noexcept {
     slot& s = per_node_[e.node_id];
-    s.total += clock::now() - s.start;
-    ++s.calls;
+    s.total_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - started()).count(), std::memory_order_relaxed);
+    s.calls.fetch_add(1, std::memory_order_relaxed);
   }
 
   /// Nodes that ran, slowest first.
@@ -44,24 +49,31 @@ class node_timer {
     std::vector<node_time> out;
     for (std::uint32_t nid = 0; nid < per_node_.size(); ++nid) {
       const slot& s = per_node_[nid];
-      if (s.calls == 0) continue;
-      const double us = std::chrono::duration<double, std::micro>(s.total).count();
-      out.push_back({nid, graph_->nodes[nid].name, graph_->nodes[nid].func_name, s.calls, us, us / static_cast<double>(s.calls)});
+      const std::uint64_t calls = s.calls.load(std::memory_order_relaxed);
+      if (calls == 0) continue;
+      const double us = static_cast<double>(s.total_ns.load(std::memory_order_relaxed)) / 1e3;
+      out.push_back({nid, graph_->nodes[nid].name, graph_->nodes[nid].func_name, calls, us, us / static_cast<double>(calls)});
     }
     std::stable_sort(out.begin(), out.end(), [](const node_time& a, const node_time& b) { return a.total_us > b.total_us; });
     return out;
   }
   void reset() noexcept {
-    for (slot& s : per_node_) s = slot{};
+    for (slot& s : per_node_) {
+      s.total_ns.store(0, std::memory_order_relaxed);
+      s.calls.store(0, std::memory_order_relaxed);
+    }
   }
 
  private:
   using clock = std::chrono::steady_clock;
+  static clock::time_point& started() noexcept {
+    thread_local clock::time_point t{};
+    return t;
+  }
   // One cache line per node: steps of different nodes may be timed on different threads.
   struct alignas(64) slot {
-    clock::time_point start{};
-    clock::duration total{};
-    std::uint64_t calls = 0;
+    std::atomic<std::int64_t> total_ns{0};
+    std::atomic<std::uint64_t> calls{0};
   };
   const graph* graph_;
   std::vector<slot> per_node_;
