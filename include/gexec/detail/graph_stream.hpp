@@ -37,7 +37,8 @@ class graph_stream_handler {
   static constexpr std::size_t max_key_size = boost::json::string::max_size();
   static constexpr std::size_t max_string_size = boost::json::string::max_size();
 
-  explicit graph_stream_handler(graph& g) : g_(g) {
+  /// `text_bytes`: the size of the text, which bounds what may be reserved ahead.
+  graph_stream_handler(graph& g, std::size_t text_bytes) : g_(g), text_bytes_(text_bytes) {
     stack_.reserve(16);
   }
 
@@ -104,7 +105,7 @@ class graph_stream_handler {
           case key_id::nodes: return push(ctx::nodes, ec);
           case key_id::arg_nodes: return push(ctx::u32_list, ec, &g_.arg_nodes);
           case key_id::node_row_ptr:
-            g_.node_row_ptr.reserve(g_.nodes.size() + 1);
+            g_.node_row_ptr.reserve(std::min(g_.nodes.size() + 1, text_bytes_ / 2));
             return push(ctx::u32_list, ec, &g_.node_row_ptr);
           case key_id::heads: return push(ctx::heads, ec);
           default: return give_up(ec);
@@ -223,11 +224,13 @@ class graph_stream_handler {
     return false;
   }
 
+  /// Room for one element per entry, as num_outputs count them; never more than the
+  /// text could list (each element takes at least two bytes), whatever they claim.
   template <class V>
   void reserve_entries(V& v) {
     std::size_t n = 0;
     for (const node& nd : g_.nodes) n += nd.num_outputs;
-    v.reserve(n);
+    v.reserve(std::min(n, text_bytes_ / 2));
   }
 
   // Records key `k` of the innermost object; false if unknown where only known keys go,
@@ -401,12 +404,13 @@ class graph_stream_handler {
   std::string last_dtype_name_;
   DLDataType last_dtype_{};
   bool done_ = false;
+  std::size_t text_bytes_;
 };
 
 /// Reads `text` into `g` if the document reader would accept it as it is, without a
 /// document; false (with `g` in an unspecified state) otherwise.
 inline bool read_graph_stream(std::string_view text, graph& g) {
-  boost::json::basic_parser<graph_stream_handler> p(boost::json::parse_options{}, g);
+  boost::json::basic_parser<graph_stream_handler> p(boost::json::parse_options{}, g, text.size());
   boost::json::error_code ec;
   const std::size_t used = p.write_some(false, text.data(), text.size(), ec);
   return !ec && used == text.size() && p.handler().complete();
