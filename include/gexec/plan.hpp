@@ -340,7 +340,20 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
       plan_fail(errc::symbol_not_found, g, nid, "calls \"" + g.funcs[f] + "\", which " + binding.describe() + " does not provide");
     const auto first = static_cast<std::uint32_t>(p.arg_entry.size());
     const bool flat = g.flatten_data(nid);
+    // A kernel runs on the device of its first output and is handed pointers there: every
+    // argument must live on that device (TVM's planner inserts __copy nodes where they
+    // do not; a graph from another tool may not).
+    const std::uint16_t kernel_device = p.entry_device[g.entry_id(nid, 0)];
     auto add_arg = [&](std::uint32_t eid) {
+      if (p.entry_device[eid] != kernel_device) {
+        const auto k = p.arg_entry.size() - first;
+        const std::string which = k < inputs.size() ? "input " + std::to_string(k) + " (entry " + std::to_string(eid) + ", output of node \"" +
+                                                          std::string(g.name(g.node_of(eid))) + "\")"
+                                                    : "output " + std::to_string(k - inputs.size());
+        plan_fail(errc::device_mismatch, g, nid,
+                  "kernel \"" + g.funcs[f] + "\" runs on " + to_string(devices[kernel_device]) + ", but its argument " + std::to_string(k) +
+                      ", " + which + ", is on " + to_string(devices[p.entry_device[eid]]) + ": a __copy node must move it first");
+      }
       if (flat) {
         p.flat_args.push_back(static_cast<std::uint32_t>(p.arg_entry.size()));
         p.flat_shapes.push_back(static_cast<std::int64_t>(*detail::checked_numel(g.shape(eid))));
