@@ -801,7 +801,8 @@ class graph_scanner {
 
     for (std::uint32_t e = 0; e < m; ++e) {
       if (!checked_byte_size(g_.shape(e), g_.dltype[e])) return false;
-      if (static_cast<std::uint32_t>(g_.storage_id[e]) >= m) return false;  // negative ids wrap to large
+      // Negative ids wrap to large; ids past the entry count (valid, but rare) go to the other readers.
+      if (static_cast<std::uint32_t>(g_.storage_id[e]) >= m) return false;
     }
     if (!g_.device_index.empty()) {
       std::vector<std::uint8_t> device_of_storage(m, 0);

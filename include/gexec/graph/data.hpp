@@ -174,7 +174,10 @@ inline void check_graph(const graph& g) {
   check_length(g.attrs.storage_scope.size(), "storage_scope", true);
 
   // First entry seen per storage id, to check that a storage is not split across devices.
-  std::vector<std::int64_t> first_entry_of_storage(n_entries, -1);
+  // Any non-negative id is a storage id, as TVM takes them; ids past the entry count
+  // (other tools number storage as they like) are looked up in a map.
+  std::vector<std::int64_t> first_entry_of_storage(g.attrs.device_index.empty() ? 0 : n_entries, -1);
+  std::unordered_map<std::int32_t, std::int64_t> first_entry_of_sparse_storage;
   for (std::size_t e = 0; e < n_entries; ++e) {
     const auto& shape = g.attrs.shape[e];
     if (shape.size() > static_cast<std::size_t>(max_ndim))
@@ -188,13 +191,12 @@ inline void check_graph(const graph& g) {
       json_fail(shape_at[e], "shape " + detail::shape_to_string(shape) + " of " + to_string(g.attrs.dltype[e]) +
                                              " overflows the addressable size");
     std::int32_t sid = g.attrs.storage_id[e];
-    if (sid < 0 || static_cast<std::size_t>(sid) >= n_entries)
-      json_fail(storage_at[e], "storage id " + std::to_string(sid) + " out of range [0, " +
-                                                  std::to_string(n_entries) + ")");
+    if (sid < 0) json_fail(storage_at[e], "storage id " + std::to_string(sid) + " is negative");
     if (!g.attrs.device_index.empty()) {
       std::int32_t dev = g.attrs.device_index[e];
       if (dev <= 0 || dev > 64) json_fail(device_at[e], "device type " + std::to_string(dev) + " is not a DLDeviceType");
-      std::int64_t& first = first_entry_of_storage[static_cast<std::size_t>(sid)];
+      std::int64_t& first = static_cast<std::size_t>(sid) < n_entries ? first_entry_of_storage[static_cast<std::size_t>(sid)]
+                                                                       : first_entry_of_sparse_storage.try_emplace(sid, -1).first->second;
       if (first < 0) {
         first = static_cast<std::int64_t>(e);
       } else if (g.attrs.device_index[static_cast<std::size_t>(first)] != dev) {

@@ -64,7 +64,7 @@ struct storage_value {
 
 struct storage_problem {
   std::vector<storage_value> values;
-  std::size_t num_storage_ids = 0;  ///< TVM's storage ids are 0 .. num_storage_ids - 1
+  std::size_t num_storage_ids = 0;  ///< one more than the largest storage id (ids need not be dense)
   std::uint32_t num_nodes = 0;
 };
 
