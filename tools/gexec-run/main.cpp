@@ -231,6 +231,7 @@ void set_inputs(const options& o, loaded& l) {
   for (const std::string& spec : o.inputs) {
     const auto [name, value] = split_spec(spec, "--input");
     const auto i = static_cast<std::size_t>(find_named(infos, name, "--input", "input"));
+    if (given[i]) fail("--input " + name + ": input " + infos[i].name + " is given twice; give each input once");
     l.ex().set_input(infos[i].name, read_tensor(value, infos[i], "--input " + name));
     given[i] = true;
   }
