@@ -21,14 +21,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -303,14 +306,7 @@ class graph_executor {
   /// hooks around each (node_timer, ...).
   template <class PolicyOrObserver>
   void run(PolicyOrObserver&& p) {
-    using P = std::remove_cvref_t<PolicyOrObserver>;
-    if constexpr (execution_policy<P>) {
-      run_with(p, no_observer_);
-    } else {
-      static_assert(step_observer<P>, "gexec: run(x) needs x to model gexec::execution_policy (execute(steps)) or "
-                                      "gexec::step_observer (before(step_event), after(step_event))");
-      run_with(sequential{}, p);
-    }
+    run_either<false>(p);
   }
   /// Every step as `policy` orders them, with `observer`'s hooks around each.
   template <class Policy, class Observer>
@@ -318,6 +314,23 @@ class graph_executor {
     static_assert(execution_policy<Policy>, "gexec: run(policy, observer) needs a policy modelling gexec::execution_policy (execute(steps))");
     static_assert(step_observer<Observer>, "gexec: run(policy, observer) needs an observer modelling gexec::step_observer (before/after)");
     run_with(policy, observer);
+  }
+  /// run(), run(policy or observer) and run(policy, observer) that, where another thread
+  /// is inside this executor, wait their turn instead of failing with errc::busy. Threads
+  /// waiting in run_in_turn are served in the order they came; calls that do not wait
+  /// (run(), set_input, ...) are refused while any thread is inside, as ever, and a
+  /// waiting thread may wait for them. For an executor that several threads take turns
+  /// on; one executor per thread (model::instantiate) remains the way to run at once.
+  void run_in_turn() { run_with<true>(sequential{}, no_observer_); }
+  template <class PolicyOrObserver>
+  void run_in_turn(PolicyOrObserver&& p) {
+    run_either<true>(p);
+  }
+  template <class Policy, class Observer>
+  void run_in_turn(const Policy& policy, Observer& observer) {
+    static_assert(execution_policy<Policy>, "gexec: run_in_turn(policy, observer) needs a policy modelling gexec::execution_policy (execute(steps))");
+    static_assert(step_observer<Observer>, "gexec: run_in_turn(policy, observer) needs an observer modelling gexec::step_observer (before/after)");
+    run_with<true>(policy, observer);
   }
   /// Waits until every device of this executor has finished what was enqueued on it
   /// (outputs bound zero-copy on a device are complete then; get_output and
@@ -443,6 +456,7 @@ class graph_executor {
     std::vector<output_copy> output_copies;
     bool inputs_ready = false;        ///< every input slot bound or allocated
     std::atomic<bool> busy{false};
+    std::atomic<std::uint32_t> turn_next{0}, turn_now{0};  ///< run_in_turn's line: tickets given, ticket served
     detail::run_context context;
     /// Scratch of execution policies, per step; allocated on first use.
     std::unique_ptr<std::atomic<std::uint32_t>[]> counters;
@@ -607,9 +621,40 @@ class graph_executor {
     }
   };
 
+  /// A place in the line of run_in_turn callers (a ticket lock, so that nobody starves):
+  /// made, it has waited until this thread is first in line and the executor is free;
+  /// gone, the next in line goes. Nothing of it is on the path of calls that do not wait.
+  class in_turn {
+   public:
+    explicit in_turn(instance& s) : s_(s) {
+      const std::uint32_t ticket = s_.turn_next.fetch_add(1, std::memory_order_relaxed);
+      for (std::uint32_t now = s_.turn_now.load(std::memory_order_acquire); now != ticket; now = s_.turn_now.load(std::memory_order_acquire))
+        s_.turn_now.wait(now, std::memory_order_acquire);
+      // First in line, this thread takes the executor; a call that does not wait may still
+      // be inside (the line is for run_in_turn callers), so wait for it too.
+      for (unsigned tries = 0; s_.busy.exchange(true, std::memory_order_acquire); ++tries) {
+        if (tries < 64) std::this_thread::yield();
+        else std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+    ~in_turn() {
+      s_.turn_now.fetch_add(1, std::memory_order_release);
+      s_.turn_now.notify_all();
+    }
+    in_turn(const in_turn&) = delete;
+    in_turn& operator=(const in_turn&) = delete;
+
+   private:
+    instance& s_;
+  };
+
   /// Marks the executor in use for one call; a second thread entering is refused.
   class busy_guard {
    public:
+    struct taken_t {};
+    static constexpr taken_t taken{};
+    /// For an executor this thread has taken already (in_turn).
+    busy_guard(instance& s, taken_t) noexcept : s_(s) {}
     busy_guard(instance& s, const char* what) : s_(s) {
       if (s_.busy.exchange(true, std::memory_order_acquire))
         throw error(errc::busy, std::string(what) + ": the executor is in use by another thread; an executor serves one "
@@ -767,10 +812,24 @@ class graph_executor {
     Observer& observer_;
   };
 
-  template <class Policy, class Observer>
+  template <bool Wait, class PolicyOrObserver>
+  void run_either(PolicyOrObserver& p) {
+    using P = std::remove_cvref_t<PolicyOrObserver>;
+    if constexpr (execution_policy<P>) {
+      run_with<Wait>(p, no_observer_);
+    } else {
+      static_assert(step_observer<P>, "gexec: run(x) needs x to model gexec::execution_policy (execute(steps)) or "
+                                      "gexec::step_observer (before(step_event), after(step_event))");
+      run_with<Wait>(sequential{}, p);
+    }
+  }
+
+  template <bool Wait = false, class Policy, class Observer>
   void run_with(const Policy& policy, Observer& observer, bool whole_run = true) {
     instance& s = self();
-    busy_guard g(s, "run");
+    std::optional<in_turn> turn;  // released after the guard below
+    if constexpr (Wait) turn.emplace(s);
+    busy_guard g = Wait ? busy_guard(s, busy_guard::taken) : busy_guard(s, "run");
     if (s.unset_inputs != 0 && !m_->zero_unset_inputs) [[unlikely]]
       refuse_unset_inputs();
     if (!s.inputs_ready) [[unlikely]]
