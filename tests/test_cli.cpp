@@ -146,6 +146,15 @@ TEST_CASE("inputs not given are an error, or zeros with --zero-missing") {
   check_close(printed(run_cli(split + " -i x=0.5"), "softmax:0"), mlp({0.5f, 0.5f, 0.5f, 0.5f}));
 }
 
+TEST_CASE("an input given twice is an error naming it, by name or by index") {
+  for (const std::string args : {" -i x=0.5 -i x=5", " -i x=0.5 -i 0=5", " --input 0=1 --input x=1"}) {
+    const result r = run_cli(split + args);
+    INFO(args << " -> " << r.out);
+    CHECK(r.status == 1);
+    CHECK(has(r, "input x is given twice"));
+  }
+}
+
 TEST_CASE("bad --input values are errors naming the input and the value") {
   struct bad {
     std::string arg, message;

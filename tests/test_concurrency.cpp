@@ -115,6 +115,62 @@ TEST_CASE("many threads, one model, an executor each: 100,000 runs bit-identical
   CHECK(mismatches == 0);
 }
 
+TEST_CASE("run_in_turn: threads taking turns on one executor wait instead of failing, and none starves") {
+  auto rt = gexec::runtime::create({.num_threads = 2});
+  register_scale(*rt, 0.5f);
+  std::vector<float> w(kN, 1.0f);
+  gexec::param_dict params;
+  params.set("w", gexec::ndarray::from_values<float>({kN}, std::span<const float>(w)));
+  gexec::model_options options;
+  options.runtime = rt;
+  const gexec::model m(pipeline(), gexec::load_module(GEXEC_TEST_KERNELS), params, options);
+  auto ex = m.instantiate();
+  ex.set_input("x", input(3));
+  const auto want = expected(3, w, 0.5f);
+
+  // One thread runs in a tight loop until the others are done: each of them is still
+  // served (a thread retrying on errc::busy could wait for ever).
+  constexpr int kWaiters = 3, kRuns = 200;
+  std::atomic<int> finished{0}, waiter_failures{0}, plain_refused{0}, plain_ran{0}, looper_runs{0};
+  std::thread looper([&] {
+    while (finished.load() < kWaiters) {
+      ex.run_in_turn();
+      ++looper_runs;
+    }
+  });
+  std::vector<std::thread> waiters;
+  for (int t = 0; t < kWaiters; ++t)
+    waiters.emplace_back([&] {
+      try {
+        for (int i = 0; i < kRuns; ++i) ex.run_in_turn(gexec::sequential{});
+      } catch (...) {
+        ++waiter_failures;
+      }
+      ++finished;
+    });
+  // A caller that does not wait is refused while another thread is inside, as ever.
+  std::thread plain([&] {
+    while (finished.load() < kWaiters) {
+      try {
+        ex.run();
+        ++plain_ran;
+      } catch (const gexec::error& e) {
+        if (e.code() == gexec::errc::busy) ++plain_refused;
+        else throw;
+      }
+    }
+  });
+  for (auto& th : waiters) th.join();
+  looper.join();
+  plain.join();
+  CHECK(waiter_failures == 0);
+  CHECK(finished == kWaiters);
+  CHECK(looper_runs > 0);
+  MESSAGE("plain run(): " << plain_ran.load() << " ran, " << plain_refused.load() << " refused as busy");
+  auto out = ex.get_output(0).values<float>();
+  CHECK(std::vector<float>(out.begin(), out.end()) == want);
+}
+
 TEST_CASE("registering functions while kernels call registered functions") {
   auto rt = gexec::runtime::create({.num_threads = 2});
   register_scale(*rt, 1.0f);
