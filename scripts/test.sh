@@ -6,6 +6,8 @@
 #                  host-emulated driver included), and the fuzz targets over their seeds
 #   tsan           clang 14 with ThreadSanitizer, only the concurrency tests (CTest label tsan) and the emulated CUDA suite
 #   clang-release  clang 14, Release (-O3) as users build it: every test but conformance, packaging and compile-fail
+#   gcc-debug      g++ 12, Debug (-O0 -g, assertions on): every unit test, so that a test depending on the build
+#                  type (optimisation, debug information, NDEBUG) is caught; CUDA, benchmarks and examples left out
 #   gcc            g++ 12, Release (-O3): every test, the TVM conformance suite, packaging and compile-fail tests included,
 #                  and the Triton backend served by a real Triton server (label triton; PyPI's nvidia-pytriton wheel)
 #   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core), and
@@ -71,6 +73,12 @@ clang_release_stage() {
   ctest --test-dir "$build-clang-release" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail"
 }
 
+gcc_debug_stage() {
+  type=Debug configure "$build-gcc-debug" gcc g++ -DGEXEC_ENABLE_CUDA=OFF -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF
+  cmake --build "$build-gcc-debug" -j "$jobs"
+  ctest --test-dir "$build-gcc-debug" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail|triton"
+}
+
 gcc_stage() {
   configure "$build" gcc g++ "${cuda[@]}" -DGEXEC_BUILD_TRITON=ON
   cmake --build "$build" -j "$jobs"
@@ -103,6 +111,7 @@ stage deps bash scripts/deps.sh
 stage clang clang_stage
 stage tsan tsan_stage
 stage clang-release clang_release_stage
+stage gcc-debug gcc_debug_stage
 stage gcc gcc_stage
 if [ "${GEXEC_SKIP_BENCHMARKS:-0}" != 1 ]; then stage bench bench_stage; fi
 echo "==== all stages: $((SECONDS - total_start)) s"
