@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Writes the generated seeds of fuzz_graph and fuzz_executor: graphs too large to keep
+in the repository, made the same way each time.
+
+    python3 tests/fuzz/make_graph_seeds.py OUTPUT-DIR
+
+fanout-50000.json: one input read by 50,000 nodes, every one of them a graph output, so
+that 50,000 values are live at once (what made planning cubic).
+"""
+
+import json
+import os
+import sys
+
+
+def fanout(n):
+    nodes = [{"op": "null", "name": "x", "inputs": []}]
+    attrs = {"func_name": "f", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}
+    nodes += [{"op": "tvm_op", "name": "o%d" % i, "attrs": attrs, "inputs": [[0, 0, 0]]} for i in range(n)]
+    m = n + 1
+    return {
+        "nodes": nodes,
+        "arg_nodes": [0],
+        "heads": [[i, 0, 0] for i in range(1, m)],
+        "node_row_ptr": list(range(m + 1)),
+        "attrs": {
+            "shape": ["list_shape", [[4]] * m],
+            "dltype": ["list_str", ["float32"] * m],
+            "storage_id": ["list_int", list(range(m))],
+        },
+    }
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "fanout-50000.json"), "w") as f:
+        json.dump(fanout(50000), f, separators=(",", ":"))
+
+
+if __name__ == "__main__":
+    main()
