@@ -250,6 +250,8 @@ class instance_state {
         prepare(work[i]);
       } catch (const std::exception& e) {
         work[i].rows.error = e.what();
+      } catch (...) {
+        work[i].rows.error = "unknown error";
       }
     }
     for (pending& p : work) rows.push_back(std::move(p.rows));
@@ -481,6 +483,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
   } catch (const std::exception& e) {  // allocation failure before any request was answered
     log(TRITONSERVER_LOG_ERROR, __LINE__, std::string("gexec: execute failed: ") + e.what());
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, e.what());
+  } catch (...) {  // nothing may unwind into the server
+    log(TRITONSERVER_LOG_ERROR, __LINE__, "gexec: execute failed: unknown error");
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "gexec: execute failed: unknown error");
   }
   return nullptr;
 }

@@ -87,6 +87,9 @@ std::size_t run_batched(std::span<batch_request> requests, const batch_layout& L
     } catch (const std::exception& e) {
       for (const member& m : members)
         if (m.request->error.empty()) m.request->error = e.what();
+    } catch (...) {
+      for (const member& m : members)
+        if (m.request->error.empty()) m.request->error = "unknown error";
     }
     members.clear();
     filled = 0;
