@@ -2,14 +2,24 @@
 // (as_compiled, the baseline) and against the liveness lower bound, all three taken from
 // one model's plan (basic_model<..., gexec::liveness>::storage()).
 //
-//   gexec_bench_planner [CONFORMANCE_DIR]
+//   gexec_bench_planner [--n N] [CONFORMANCE_DIR]
 //
 // Synthetic graphs (graph_builder, a registry of no-op kernels), each twice: with a
 // storage id per entry, as a naive compiler gives them, and with TVM-like reuse (each
 // output takes the smallest freed storage id at least as large, else a new one; inputs
 // are freed after the node's outputs are allocated, as TVM's planner does). The graphs:
 // a chain of 200 ops of varying sizes, residual blocks (x -> a -> b, add(x, b)) in four
-// stages, a U-net with long skip connections, and a random DAG (fixed seed).
+// stages, a U-net with long skip connections, a random DAG (fixed seed), and a
+// self-attention block (q, k and v of x, per-head scores, softmax, context, projection,
+// residual add).
+//
+// Then the time of planning as the shapes grow: make_plan with liveness and with
+// as_compiled, and the step graph of the liveness plan (make_step_graph), on a chain,
+// a fan-out (one input read by N ops, every one an output), a wide concatenation (N ops
+// of the input feeding one concat) and a random DAG (long edges), each of N and of 10 N
+// nodes (N = 5,000 unless --n says otherwise; TVM-like ids), best of 3. Prints the time
+// per node and its ratio from N to 10 N nodes: about 1 where the cost grows as n (log n
+// adds about 0.27 from 5,000 to 50,000), 10 where it grows as n^2.
 //
 // With CONFORMANCE_DIR, each model of its manifest (graph.json, lib.so, params.bin,
 // inputs from inputs.bin) too, and its outputs under both plans compared byte for byte:
@@ -25,8 +35,10 @@
 #include <gexec/contrib/sort.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -232,6 +244,81 @@ dag random_dag() {
   return d;
 }
 
+// Self-attention over 16 tokens of 16 features, 2 heads, as TVM lowers it: q, k and v
+// dense layers of x, each transposed per head, scores and their softmax per head, the
+// context per head, transposed back, projected and added to x. Many values of a few sizes
+// live at once: the order values are placed in matters.
+dag attention() {
+  constexpr std::int64_t tokens = 16, features = 16, heads = 2;
+  dag d;
+  d.input_elems = tokens * features;
+  const int q = d.add("dense", {0}, tokens * features);
+  const int k = d.add("dense", {0}, tokens * features);
+  const int v = d.add("dense", {0}, tokens * features);
+  const int qt = d.add("transpose", {q}, tokens * features);
+  const int kt = d.add("transpose", {k}, tokens * features);
+  const int vt = d.add("transpose", {v}, tokens * features);
+  const int scores = d.add("batch_matmul", {qt, kt}, heads * tokens * tokens);
+  const int soft = d.add("softmax", {scores}, heads * tokens * tokens);
+  const int context = d.add("batch_matmul", {soft, vt}, tokens * features);
+  const int back = d.add("transpose", {context}, tokens * features);
+  const int out = d.add("dense", {back}, tokens * features);
+  d.outputs = {d.add("add", {out, 0}, tokens * features)};
+  return d;
+}
+
+// ---- shapes that grow -----------------------------------------------------------------
+
+// n ops, each reading the one before; sizes from 1K to 64K floats.
+dag chain_of(int n) {
+  dag d;
+  lcg r{7};
+  d.input_elems = 4096;
+  int prev = 0;
+  for (int k = 0; k < n; ++k) prev = d.add("conv", {prev}, 1024 * r.in(1, 64));
+  d.outputs = {prev};
+  return d;
+}
+
+// n ops of the input, every one a graph output: n values live together to the end.
+dag fan_out_of(int n) {
+  dag d;
+  d.input_elems = 64;
+  for (int k = 0; k < n; ++k) d.outputs.push_back(d.add("relu", {0}, 16 * (1 + k % 4)));
+  return d;
+}
+
+// n - 1 ops of the input feeding one concat: n - 1 values live together until it runs.
+dag wide_concat_of(int n) {
+  dag d;
+  d.input_elems = 64;
+  std::vector<int> parts;
+  for (int k = 0; k + 1 < n; ++k) parts.push_back(d.add("relu", {0}, 16 * (1 + k % 4)));
+  d.outputs = {d.add("concat", std::move(parts), 16 * 4 * n)};
+  return d;
+}
+
+// As random_dag, with n ops and outputs every 500 ops: one read in eight goes anywhere
+// before, so values live long and many at once.
+dag random_dag_of(int n) {
+  dag d;
+  lcg r{2024};
+  d.input_elems = 16 * 1024;
+  for (int k = 0; k < n; ++k) {
+    const int v = k + 1;
+    std::vector<int> in = {v - 1};
+    const int extra = static_cast<int>(r.in(0, 2));
+    for (int e = 0; e < extra; ++e) {
+      const int from = r.in(0, 7) == 0 ? static_cast<int>(r.in(0, v - 1)) : std::max(0, v - 1 - static_cast<int>(r.in(0, 5)));
+      if (std::find(in.begin(), in.end(), from) == in.end()) in.push_back(from);
+    }
+    d.add(in.size() > 1 ? "add" : "conv", std::move(in), 1024 * r.in(1, 128));
+    if (v % 500 == 0) d.outputs.push_back(v);
+  }
+  d.outputs.push_back(n);
+  return d;
+}
+
 // ---- reporting ----------------------------------------------------------------------
 
 int failures = 0;
@@ -346,33 +433,103 @@ void conformance_model(const fs::path& dir, const std::string& name) {
   }
 }
 
+// ---- timing as the shapes grow ----------------------------------------------------------
+
+using clock_type = std::chrono::steady_clock;
+
+// Best of 3 runs of f, in seconds.
+template <class F>
+double best_of_3(F&& f) {
+  double best = 1e300;
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = clock_type::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(clock_type::now() - t0).count());
+  }
+  return best;
+}
+
+struct timings {
+  double liveness = 0, compiled = 0, steps = 0;  // seconds
+  gexec::storage_figures figures;
+};
+
+timings time_planning(const dag& d, const gexec::registry& kernels) {
+  const gexec::validated_graph g = build(d, true);
+  cpu backends;
+  const std::vector<DLDevice> devices = {gexec::cpu()};
+  timings t;
+  gexec::plan p;
+  t.liveness = best_of_3([&] { p = gexec::make_plan(g, kernels, devices, backends, gexec::liveness{}); });
+  t.compiled = best_of_3([&] { (void)gexec::make_plan(g, kernels, devices, backends, gexec::as_compiled{}); });
+  t.steps = best_of_3([&] { (void)gexec::detail::make_step_graph(g.compact(), p); });
+  t.figures = p.figures;
+  return t;
+}
+
+void scaling(int n, const gexec::registry& kernels) {
+  std::printf("\nplanning time as the graph grows (best of 3; per node: time / nodes; 10n/n: the ratio of time per node, 1.0 = linear)\n\n");
+  std::printf("%-28s %7s %12s %12s %12s %10s %10s %10s %10s\n", "shape", "nodes", "liveness ms", "compiled ms", "steps ms", "live ns/n",
+              "comp ns/n", "steps ns/n", "plan/bound");
+  struct shape {
+    const char* name;
+    dag (*make)(int);
+  };
+  const shape shapes[] = {{"chain", chain_of}, {"fan-out, all outputs", fan_out_of}, {"wide concat", wide_concat_of}, {"random DAG, long edges", random_dag_of}};
+  for (const shape& s : shapes) {
+    timings at[2];
+    for (int i = 0; i < 2; ++i) {
+      const int nodes = i ? 10 * n : n;
+      at[i] = time_planning(s.make(nodes), kernels);
+      const auto per = [&](double seconds) { return seconds * 1e9 / nodes; };
+      std::printf("%-28s %7d %12.2f %12.2f %12.2f %10.0f %10.0f %10.0f %10.3f\n", s.name, nodes, at[i].liveness * 1e3, at[i].compiled * 1e3,
+                  at[i].steps * 1e3, per(at[i].liveness), per(at[i].compiled), per(at[i].steps),
+                  static_cast<double>(at[i].figures.planned) / static_cast<double>(at[i].figures.lower_bound));
+    }
+    const auto ratio = [&](double timings::*field) { return at[1].*field / (10 * at[0].*field); };
+    std::printf("%-28s %7s %12s %12s %12s %9.2fx %9.2fx %9.2fx\n", "", "10n/n", "", "", "", ratio(&timings::liveness), ratio(&timings::compiled),
+                ratio(&timings::steps));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   fs::path dir;
+  int n = 5000;
   for (int i = 1; i < argc; ++i) {
-    if (argv[i][0] == '-') {
-      std::fprintf(stderr, "usage: %s [CONFORMANCE_DIR]\n", argv[0]);
+    if (std::strcmp(argv[i], "--n") == 0 && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
+      n = std::atoi(argv[++i]);
+    } else if (argv[i][0] == '-') {
+      std::fprintf(stderr, "usage: %s [--n N] [CONFORMANCE_DIR]\n", argv[0]);
       return 2;
+    } else {
+      dir = argv[i];
     }
-    dir = argv[i];
   }
   std::printf("activation storage in bytes (inputs and parameters not counted): as_compiled = one buffer per storage id (the baseline),\n"
               "planned = the liveness planner, lower_bound = the most bytes live at one step; checks: planned <= as_compiled,\n"
               "planned <= %.2f x lower_bound\n\n",
               bound_slack);
   header();
+  gexec::registry kernels;
+  for (const char* k : {"stem", "conv", "relu", "proj", "add", "pool", "dense", "upsample", "concat", "head", "transpose", "batch_matmul", "softmax"})
+    kernels.add(k, [](gexec::packed_args) {});
   try {
-    gexec::registry kernels;
-    for (const char* k : {"stem", "conv", "relu", "proj", "add", "pool", "dense", "upsample", "concat", "head"})
-      kernels.add(k, [](gexec::packed_args) {});
     synthetic("chain of 200, varying sizes", chain_200(), kernels);
     synthetic("residual blocks, 4 stages", residual(), kernels);
     synthetic("U-net, 5 levels, long skips", unet(), kernels);
     synthetic("random DAG, 150 ops, seed 2024", random_dag(), kernels);
+    synthetic("self-attention, 16 x 16, 2 heads", attention(), kernels);
   } catch (const std::exception& e) {
     ++failures;
     std::printf("synthetic graphs failed: %s\n", e.what());
+  }
+  try {
+    scaling(n, kernels);
+  } catch (const std::exception& e) {
+    ++failures;
+    std::printf("planning time failed: %s\n", e.what());
   }
 
   if (dir.empty()) {

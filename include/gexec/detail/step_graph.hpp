@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -29,17 +30,6 @@ struct step_graph {
 };
 
 namespace detail {
-
-/// Whether the union of `parts` covers [lo, hi); sorts `parts`.
-inline bool covers(std::vector<std::pair<std::uint64_t, std::uint64_t>>& parts, std::uint64_t lo, std::uint64_t hi) {
-  std::sort(parts.begin(), parts.end());
-  for (const auto& [a, b] : parts) {
-    if (a > lo) return false;
-    lo = std::max(lo, b);
-    if (lo >= hi) return true;
-  }
-  return lo >= hi;
-}
 
 inline step_graph make_step_graph(const compact_graph& g, const plan& p) {
   const auto n_steps = static_cast<std::uint32_t>(p.step_node.size());
@@ -104,32 +94,38 @@ inline step_graph make_step_graph(const compact_graph& g, const plan& p) {
 
   // Storage reuse: per slot, the values in order of the node writing them (entries are
   // numbered in node order); a value's writer waits for the readers (and the writer) of
-  // each earlier value sharing its bytes. Scanning back, an earlier value whose bytes
-  // are covered by a later one already waited on is ordered before it, and needs no
-  // edge of its own.
+  // each earlier value sharing its bytes. Only the latest value on each byte needs the
+  // edges: an earlier one is ordered before that value's writer already. So a sweep
+  // keeps, per slot, the byte ranges of the latest value written on them (disjoint,
+  // ordered by offset), takes the edges from those a value overlaps and paints it over
+  // them: each range is visited once before it is painted over, O(log n) a value.
   std::vector<bool> is_input(n_entries, false);
   for (std::uint32_t nid : g.arg_nodes) is_input[p.alias_root[g.entry_id(nid, 0)]] = true;
   std::vector<std::vector<std::uint32_t>> by_slot(p.storage.size());
   for (std::uint32_t v = 0; v < n_entries; ++v)
     if (p.alias_root[v] == v && !is_input[v]) by_slot[p.entry_slot[v]].push_back(v);
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> covered;
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>> latest;  // begin -> (end, value)
+  std::vector<std::uint32_t> waited_by(n_entries, none);  // the last value whose writer waits for each
   auto extent = [&](std::uint32_t v) { return std::max<std::uint64_t>(p.alias_group_bytes(g, v), 1); };
   for (auto& members : by_slot) {
-    for (std::size_t i = 1; i < members.size(); ++i) {
-      const std::uint32_t v = members[i];
+    latest.clear();
+    for (const std::uint32_t v : members) {
       const std::uint64_t lo = p.entry_offset[v], hi = lo + extent(v);
-      covered.clear();
-      for (std::size_t j = i; j-- > 0 && !covers(covered, lo, hi);) {
-        const std::uint32_t u = members[j];
-        const std::uint64_t ulo = std::max(lo, p.entry_offset[u]);
-        const std::uint64_t uhi = std::min(hi, p.entry_offset[u] + extent(u));
-        if (ulo >= uhi) continue;
-        const bool hidden = std::any_of(covered.begin(), covered.end(), [&](const auto& c) { return c.first <= ulo && uhi <= c.second; });
-        if (hidden) continue;
-        edge(writer[u], writer[v]);
-        for (std::uint32_t r = readers_begin[u]; r < readers_begin[u + 1]; ++r) edge(readers[r], writer[v]);
-        covered.emplace_back(ulo, uhi);
+      auto it = latest.lower_bound(lo);
+      if (it != latest.begin() && std::prev(it)->second.first > lo) --it;
+      while (it != latest.end() && it->first < hi) {
+        const std::uint64_t begin = it->first, end = it->second.first;
+        const std::uint32_t u = it->second.second;
+        if (waited_by[u] != v) {
+          waited_by[u] = v;
+          edge(writer[u], writer[v]);
+          for (std::uint32_t r = readers_begin[u]; r < readers_begin[u + 1]; ++r) edge(readers[r], writer[v]);
+        }
+        it = latest.erase(it);  // what sticks out on either side stays u's
+        if (begin < lo) latest.emplace(begin, std::make_pair(lo, u));
+        if (end > hi) it = latest.emplace(hi, std::make_pair(end, u)).first;
       }
+      latest.emplace(lo, std::make_pair(hi, v));
     }
   }
 

@@ -21,7 +21,10 @@
 #include <algorithm>
 #include <concepts>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <map>
+#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -153,25 +156,31 @@ inline void check_assignment(const storage_problem& p, const storage_assignment&
       fail(name(i) + (v.is_input ? " is a graph input in activation storage" : " is computed into input storage"));
     by_slot[a.slot[i]].push_back(static_cast<std::uint32_t>(i));
   }
-  // Per slot, a sweep over time: the values still live when a value is written must not share its bytes.
-  std::vector<std::uint32_t> live;
+  // Per slot, a sweep over time: the byte ranges of the values still live when a value is
+  // written, disjoint and ordered by offset, of which only the two beside its own can
+  // share a byte with it. O(log n) a value, however many are live at once.
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>> live;  // begin -> (end, value)
+  using ending = std::pair<std::uint32_t, std::uint64_t>;                 // (last step, begin)
+  std::priority_queue<ending, std::vector<ending>, std::greater<>> ends;
   for (auto& members : by_slot) {
     auto by_first = [&](std::uint32_t x, std::uint32_t y) { return p.values[x].first < p.values[y].first; };
     if (!std::is_sorted(members.begin(), members.end(), by_first)) std::sort(members.begin(), members.end(), by_first);  // mostly in order already
     live.clear();
+    ends = {};
     for (std::uint32_t i : members) {
       const storage_value& v = p.values[i];
-      std::erase_if(live, [&](std::uint32_t j) { return p.values[j].last < v.first; });
-      for (std::uint32_t j : live) {
-        const std::uint64_t lo = std::max(a.offset[i], a.offset[j]);
-        const std::uint64_t hi = std::min(a.offset[i] + std::max<std::uint64_t>(v.bytes, 1), a.offset[j] + std::max<std::uint64_t>(p.values[j].bytes, 1));
-        if (lo < hi) {
-          const storage_value& u = p.values[j];
-          fail(name(i) + " and " + name(j) + " share memory while both are live" +
-               (u.is_input && v.is_input ? " (two graph inputs)" : ""));
-        }
+      for (; !ends.empty() && ends.top().first < v.first; ends.pop()) live.erase(ends.top().second);
+      const std::uint64_t lo = a.offset[i], hi = lo + std::max<std::uint64_t>(v.bytes, 1);
+      auto next = live.lower_bound(lo);
+      std::uint32_t clash = UINT32_MAX;
+      if (next != live.end() && next->first < hi) clash = next->second.second;
+      else if (next != live.begin() && std::prev(next)->second.first > lo) clash = std::prev(next)->second.second;
+      if (clash != UINT32_MAX) {
+        const storage_value& u = p.values[clash];
+        fail(name(i) + " and " + name(clash) + " share memory while both are live" + (u.is_input && v.is_input ? " (two graph inputs)" : ""));
       }
-      live.push_back(i);
+      live.emplace(lo, std::make_pair(hi, i));
+      ends.emplace(v.last, lo);
     }
   }
 }
