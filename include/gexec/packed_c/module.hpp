@@ -211,7 +211,8 @@ class module {
 };
 
 /// Opens a TVM-compiled kernel library (deploy_lib.so). Throws errc::io if the file
-/// cannot be loaded, errc::invalid_module if its context slots cannot be claimed.
+/// cannot be loaded, errc::invalid_module if its headers would crash the dynamic loader
+/// (elf_check.hpp) or its context slots cannot be claimed.
 inline module load_module(const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::path canonical = std::filesystem::canonical(path, ec);
