@@ -528,6 +528,46 @@ TEST_CASE("the header check passes the libraries real linkers make") {
   CHECK(libraries.size() > 12);
 }
 
+TEST_CASE("a kernel library replaced by rename while it is loaded again and again never breaks a load") {
+  // The way to replace a library that processes may be loading (see load_module): write
+  // the new file beside it and rename it over the old one. Each load sees one whole file,
+  // the old or the new; a process holding the old one keeps it.
+  const test::scratch_dir scratch("module_rename");
+  const std::string whole = file_bytes(GEXEC_TEST_KERNELS);
+  const fs::path path = scratch.path / "lib.so", next = scratch.path / "lib.so.next";
+  write_file(path, whole);
+  gexec::module held = gexec::load_module(path);  // stays loaded while its file is replaced
+  std::atomic<bool> done{false};
+  std::atomic<int> replaced{0};
+  std::thread writer([&] {
+    while (!done.load()) {
+      write_file(next, whole);
+      fs::rename(next, path);
+      replaced.fetch_add(1);
+    }
+  });
+  int loaded = 0, failed = 0;
+  for (int i = 0; i < 40 || replaced.load() < 20; ++i) {
+    try {
+      held = gexec::module();  // unloaded, so the next load maps the file anew
+      held = gexec::load_module(path);
+      CHECK(run_once(held, "test_add_one", {1, 2, 3, 4}) == std::vector<float>{2, 3, 4, 5});
+      ++loaded;
+    } catch (const gexec::error& e) {
+      ++failed;
+      CAPTURE(e.what());
+      CHECK(e.code() == gexec::errc::io);  // a path between renames: never a half-written file
+    }
+    if (i > 400) break;
+  }
+  done = true;
+  writer.join();
+  CHECK(loaded > 0);
+  CHECK(failed == 0);
+  CHECK(replaced.load() > 0);
+  check_loaded_modules_work();
+}
+
 TEST_CASE("a file that is not a kernel library is an io error saying why the loader refused it") {
   const test::scratch_dir scratch("module_files");
   const fs::path& dir = scratch.path;
