@@ -13,15 +13,22 @@
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -77,6 +84,47 @@ std::pair<std::int64_t, std::string> env_lookup(const std::string& name) {
   REQUIRE(lookup.fn(&arg, &code, 1, &ret, &ret_code, lookup.resource_handle) == 0);
   REQUIRE(ret_code == gexec::tc_int);
   return {ret.v_int64, gexec::detail::take_last_error()};
+}
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// The ELF header and program headers of a library of this machine's class, read from
+// and written back to its bytes.
+ElfW(Ehdr) elf_header(const std::string& bytes) {
+  ElfW(Ehdr) h{};
+  REQUIRE(bytes.size() >= sizeof h);
+  std::memcpy(&h, bytes.data(), sizeof h);
+  REQUIRE(h.e_phentsize == sizeof(ElfW(Phdr)));
+  return h;
+}
+
+void set_elf_header(std::string& bytes, const ElfW(Ehdr)& h) { std::memcpy(bytes.data(), &h, sizeof h); }
+
+std::vector<ElfW(Phdr)> program_headers(const std::string& bytes) {
+  const ElfW(Ehdr) h = elf_header(bytes);
+  std::vector<ElfW(Phdr)> ph(h.e_phnum);
+  REQUIRE(h.e_phoff + ph.size() * sizeof(ElfW(Phdr)) <= bytes.size());
+  std::memcpy(ph.data(), bytes.data() + h.e_phoff, ph.size() * sizeof(ElfW(Phdr)));
+  return ph;
+}
+
+void set_program_header(std::string& bytes, std::size_t i, const ElfW(Phdr)& p) {
+  std::memcpy(bytes.data() + elf_header(bytes).e_phoff + i * sizeof p, &p, sizeof p);
+}
+
+/// Indices of the program headers of type `type`, in table order.
+std::vector<std::size_t> headers_of_type(const std::vector<ElfW(Phdr)>& ph, std::uint32_t type) {
+  std::vector<std::size_t> found;
+  for (std::size_t i = 0; i < ph.size(); ++i)
+    if (ph[i].p_type == type) found.push_back(i);
+  return found;
 }
 
 }  // namespace
@@ -261,23 +309,263 @@ TEST_CASE("a data symbol whose size runs past the library's loaded segments is r
 TEST_CASE("a kernel library cut short is an io error naming the part past the end, not a crash") {
   // The dynamic loader maps segments as the program headers describe them; a truncated
   // file would leave pages past its end that kill the process with SIGBUS when touched.
+  // The cuts are where the headers say parts end: where they lie in the file depends on
+  // the build type (debug information follows the loadable segments).
   const test::scratch_dir scratch("module_truncated");
-  std::ifstream in(GEXEC_TEST_KERNELS, std::ios::binary);
-  const std::string whole((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  REQUIRE(whole.size() > 8192);
-  for (const std::size_t keep : {std::size_t{200}, std::size_t{1000}, std::size_t{4096}, whole.size() / 2}) {
-    CAPTURE(keep);
-    const fs::path cut = scratch.path / ("cut_" + std::to_string(keep) + ".so");
-    std::ofstream(cut, std::ios::binary).write(whole.data(), static_cast<std::streamsize>(keep));
-    auto e = error_of([&] { (void)gexec::load_module(cut); });
+  const std::string whole = file_bytes(GEXEC_TEST_KERNELS);
+  const ElfW(Ehdr) eh = elf_header(whole);
+  const std::vector<ElfW(Phdr)> ph = program_headers(whole);
+  const std::vector<std::size_t> loads = headers_of_type(ph, PT_LOAD);
+  REQUIRE(loads.size() >= 2);
+  const std::size_t first = loads.front(), last = loads.back();
+  const ElfW(Phdr)& l = ph[last];
+  REQUIRE(l.p_filesz > 0);
+  struct cut {
+    std::size_t keep;
+    std::string part;
+  };
+  const cut cuts[] = {
+      {eh.e_phoff + sizeof(ElfW(Phdr)), "program header table"},  // one header of the table left
+      {ph[first].p_offset + ph[first].p_filesz - 1, "loadable segment " + std::to_string(first)},
+      {l.p_offset, "loadable segment " + std::to_string(last)},
+      {l.p_offset + l.p_filesz - 1, "loadable segment " + std::to_string(last)},
+  };
+  for (const cut& c : cuts) {
+    CAPTURE(c.keep);
+    const fs::path path = scratch.path / ("cut_" + std::to_string(c.keep) + ".so");
+    write_file(path, whole.substr(0, c.keep));
+    auto e = error_of([&] { (void)gexec::load_module(path); });
     CHECK(e.code() == gexec::errc::io);
-    CHECK(contains(e, "cannot load kernel library " + cut.string() + ": the file is truncated: its "));
-    CHECK(contains(e, "the file has " + std::to_string(keep) + " bytes"));
+    CHECK(contains(e, "cannot load kernel library " + path.string() + ": the file is truncated: its " + c.part + " ends at byte "));
+    CHECK(contains(e, "the file has " + std::to_string(c.keep) + " bytes"));
   }
   // The whole file still loads.
   const fs::path copy = scratch.path / "whole.so";
-  std::ofstream(copy, std::ios::binary).write(whole.data(), static_cast<std::streamsize>(whole.size()));
+  write_file(copy, whole);
   CHECK(gexec::load_module(copy));
+}
+
+TEST_CASE("program headers the dynamic loader cannot survive are refused before it maps the library") {
+  // Each of these made glibc's dlopen() kill the process (SIGSEGV, a stack overflow).
+  const test::scratch_dir scratch("module_headers");
+  const std::string whole = file_bytes(GEXEC_TEST_KERNELS);
+  const std::vector<ElfW(Phdr)> ph = program_headers(whole);
+  const std::vector<std::size_t> loads = headers_of_type(ph, PT_LOAD), dynamic = headers_of_type(ph, PT_DYNAMIC);
+  REQUIRE(loads.size() >= 3);
+  REQUIRE(dynamic.size() == 1);
+  auto refused = [&](const std::string& name, const std::string& bytes, const std::string& why) {
+    CAPTURE(name);
+    const fs::path path = scratch.path / name;
+    write_file(path, bytes);
+    auto e = error_of([&] { (void)gexec::load_module(path); });
+    CHECK(e.code() == gexec::errc::invalid_module);
+    CHECK(contains(e, "cannot load kernel library " + path.string() + ": " + why));
+  };
+
+  // The dynamic section where no loadable segment maps anything.
+  std::string bytes = whole;
+  ElfW(Phdr) d = ph[dynamic[0]];
+  d.p_vaddr = d.p_paddr = ph[loads.back()].p_vaddr + ph[loads.back()].p_memsz + 0x100000;
+  set_program_header(bytes, dynamic[0], d);
+  refused("dynamic_outside.so", bytes,
+          "program header " + std::to_string(dynamic[0]) + " (PT_DYNAMIC) at address 0x");
+  CHECK(contains(error_of([&] { (void)gexec::load_module(scratch.path / "dynamic_outside.so"); }),
+                 "lies outside what the loadable segments map from the file"));
+
+  // Two identical loadable segments: the second is mapped over the first.
+  bytes = whole;
+  set_program_header(bytes, loads[1], ph[loads[0]]);
+  refused("same_segment_twice.so", bytes,
+          "program header " + std::to_string(loads[1]) + " (PT_LOAD) at address 0x0 overlaps program header " +
+              std::to_string(loads[0]) + " at 0x0");
+  // Two that share a page, and two out of address order.
+  bytes = whole;
+  ElfW(Phdr) shifted = ph[loads[1]];
+  shifted.p_vaddr = shifted.p_paddr = ph[loads[0]].p_vaddr + ph[loads[0]].p_memsz - 1;
+  shifted.p_offset = ph[loads[0]].p_offset + ph[loads[0]].p_memsz - 1;
+  set_program_header(bytes, loads[1], shifted);
+  refused("shared_page.so", bytes, "program header " + std::to_string(loads[1]) + " (PT_LOAD) at address 0x");
+  bytes = whole;
+  set_program_header(bytes, loads[1], ph[loads[2]]);
+  set_program_header(bytes, loads[2], ph[loads[1]]);
+  refused("unordered.so", bytes,
+          "program header " + std::to_string(loads[2]) + " (PT_LOAD) at address 0x");
+  CHECK(contains(error_of([&] { (void)gexec::load_module(scratch.path / "unordered.so"); }),
+                 "the loader needs loadable segments in ascending address order"));
+
+  // Program headers of another size than the class's.
+  bytes = whole;
+  ElfW(Ehdr) h = elf_header(whole);
+  h.e_phentsize = sizeof(ElfW(Phdr)) / 2;
+  set_elf_header(bytes, h);
+  refused("short_headers.so", bytes,
+          "its program headers are " + std::to_string(sizeof(ElfW(Phdr)) / 2) + " bytes each, not the " +
+              std::to_string(sizeof(ElfW(Phdr))) + " of its ELF class");
+
+  // 65,535 program headers (the library's own, then empty ones) in a table appended to
+  // the file: the loader copies the table onto the stack. Loaded on a thread with a
+  // 256 KiB stack, the refusal comes before dlopen() and the thread survives.
+  bytes = whole;
+  bytes.resize((bytes.size() + 7) / 8 * 8);
+  h = elf_header(whole);
+  h.e_phoff = bytes.size();
+  h.e_phnum = 65535;
+  bytes.append(std::size_t{65535} * sizeof(ElfW(Phdr)), '\0');
+  set_elf_header(bytes, h);
+  for (std::size_t i = 0; i < ph.size(); ++i) set_program_header(bytes, i, ph[i]);
+  const fs::path many = scratch.path / "many_headers.so";
+  write_file(many, bytes);
+  struct outcome {
+    fs::path path;
+    bool refused = false;
+    gexec::errc code{};
+    std::string what;
+  } result{many, false, {}, {}};
+  pthread_attr_t attr;
+  REQUIRE(pthread_attr_init(&attr) == 0);
+  REQUIRE(pthread_attr_setstacksize(&attr, 256 * 1024) == 0);
+  pthread_t thread;
+  REQUIRE(pthread_create(
+              &thread, &attr,
+              [](void* arg) -> void* {
+                auto& r = *static_cast<outcome*>(arg);
+                try {
+                  (void)gexec::load_module(r.path);
+                } catch (const gexec::error& e) {
+                  r.refused = true;
+                  r.code = e.code();
+                  r.what = e.what();
+                }
+                return nullptr;
+              },
+              &result) == 0);
+  REQUIRE(pthread_join(thread, nullptr) == 0);
+  pthread_attr_destroy(&attr);
+  CHECK(result.refused);
+  CHECK(result.code == gexec::errc::invalid_module);
+  CHECK(result.what.find("cannot load kernel library " + many.string() + ": its program header table has 65535 entries (" +
+                         std::to_string(65535 * sizeof(ElfW(Phdr))) + " bytes); gexec loads at most ") != std::string::npos);
+
+  // The unaltered library still loads, and the libraries loaded before still work.
+  const fs::path copy = scratch.path / "whole.so";
+  write_file(copy, whole);
+  CHECK(gexec::load_module(copy));
+  check_loaded_modules_work();
+}
+
+TEST_CASE("the header check reads 32-bit libraries too") {
+  // A 32-bit ARM shared object in outline: a header, a loadable segment over the whole
+  // file and a dynamic section, checked as a 32-bit build checks what it loads.
+  const test::scratch_dir scratch("module_elf32");
+  std::string bytes(4096, '\0');
+  Elf32_Ehdr h{};
+  std::memcpy(h.e_ident, ELFMAG, SELFMAG);
+  h.e_ident[EI_CLASS] = ELFCLASS32;
+  h.e_ident[EI_DATA] = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+  h.e_ident[EI_VERSION] = EV_CURRENT;
+  h.e_type = ET_DYN;
+  h.e_machine = EM_ARM;
+  h.e_version = EV_CURRENT;
+  h.e_phoff = sizeof h;
+  h.e_ehsize = sizeof h;
+  h.e_phentsize = sizeof(Elf32_Phdr);
+  h.e_phnum = 2;
+  Elf32_Phdr ph[2]{};
+  ph[0].p_type = PT_LOAD;
+  ph[0].p_filesz = ph[0].p_memsz = 4096;
+  ph[0].p_flags = PF_R | PF_W;
+  ph[0].p_align = 4096;
+  ph[1].p_type = PT_DYNAMIC;
+  ph[1].p_offset = ph[1].p_vaddr = 512;
+  ph[1].p_filesz = ph[1].p_memsz = 64;
+  ph[1].p_flags = PF_R | PF_W;
+  auto check = [&](const std::string& name) {
+    std::memcpy(bytes.data(), &h, sizeof h);
+    std::memcpy(bytes.data() + sizeof h, ph, sizeof ph);
+    const fs::path path = scratch.path / name;
+    write_file(path, bytes);
+    gexec::detail::check_elf_file(path.c_str(), path.string());
+    return path;
+  };
+  CHECK_NOTHROW(check("sound.so"));
+  ph[1].p_vaddr = 0x7ffff000;  // the dynamic section where nothing is mapped
+  auto e = error_of([&] { (void)check("dynamic_outside.so"); });
+  CHECK(e.code() == gexec::errc::invalid_module);
+  CHECK(contains(e, "program header 1 (PT_DYNAMIC) at address 0x7ffff000 (64 bytes) lies outside"));
+  ph[1].p_vaddr = 512;
+  ph[0].p_vaddr = 0xfffff800;  // a segment past the 4 GiB a 32-bit loader addresses
+  e = error_of([&] { (void)check("past_4gib.so"); });
+  CHECK(e.code() == gexec::errc::invalid_module);
+  CHECK(contains(e, "program header 0 (PT_LOAD) at address 0xfffff800 ends past the end of the address space"));
+  ph[0].p_vaddr = 0;
+  h.e_phnum = 129;  // the largest table is 4 KiB: 128 32-bit entries
+  bytes.resize(8192);
+  e = error_of([&] { (void)check("many_headers.so"); });
+  CHECK(e.code() == gexec::errc::invalid_module);
+  CHECK(contains(e, "its program header table has 129 entries (4128 bytes); gexec loads at most 128 (4096 bytes)"));
+}
+
+TEST_CASE("the header check passes the libraries real linkers make") {
+  // The test libraries, and every library this process has loaded (libc, libm,
+  // libstdc++, the dynamic loader, ...).
+  std::vector<fs::path> libraries;
+  for (const auto& entry : fs::directory_iterator(GEXEC_TEST_SLOTS_DIR))
+    if (entry.path().extension() == ".so") libraries.push_back(entry.path());
+  for (const char* p : {GEXEC_TEST_KERNELS, GEXEC_TEST_FACTORY, GEXEC_TEST_HOSTILE, GEXEC_TEST_LYING_BLOB}) libraries.emplace_back(p);
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) -> int {
+        if (info->dlpi_name && info->dlpi_name[0] == '/') static_cast<std::vector<fs::path>*>(data)->emplace_back(info->dlpi_name);
+        return 0;
+      },
+      &libraries);
+  bool saw_libc = false;
+  for (const fs::path& lib : libraries) {
+    CAPTURE(lib);
+    saw_libc = saw_libc || lib.filename().string().starts_with("libc.so");
+    CHECK_NOTHROW(gexec::detail::check_elf_file(lib.c_str(), lib.string()));
+  }
+  CHECK(saw_libc);
+  CHECK(libraries.size() > 12);
+}
+
+TEST_CASE("a kernel library replaced by rename while it is loaded again and again never breaks a load") {
+  // The way to replace a library that processes may be loading (see load_module): write
+  // the new file beside it and rename it over the old one. Each load sees one whole file,
+  // the old or the new; a process holding the old one keeps it.
+  const test::scratch_dir scratch("module_rename");
+  const std::string whole = file_bytes(GEXEC_TEST_KERNELS);
+  const fs::path path = scratch.path / "lib.so", next = scratch.path / "lib.so.next";
+  write_file(path, whole);
+  gexec::module held = gexec::load_module(path);  // stays loaded while its file is replaced
+  std::atomic<bool> done{false};
+  std::atomic<int> replaced{0};
+  std::thread writer([&] {
+    while (!done.load()) {
+      write_file(next, whole);
+      fs::rename(next, path);
+      replaced.fetch_add(1);
+    }
+  });
+  int loaded = 0, failed = 0;
+  for (int i = 0; i < 40 || replaced.load() < 20; ++i) {
+    try {
+      held = gexec::module();  // unloaded, so the next load maps the file anew
+      held = gexec::load_module(path);
+      CHECK(run_once(held, "test_add_one", {1, 2, 3, 4}) == std::vector<float>{2, 3, 4, 5});
+      ++loaded;
+    } catch (const gexec::error& e) {
+      ++failed;
+      CAPTURE(e.what());
+      CHECK(e.code() == gexec::errc::io);  // a path between renames: never a half-written file
+    }
+    if (i > 400) break;
+  }
+  done = true;
+  writer.join();
+  CHECK(loaded > 0);
+  CHECK(failed == 0);
+  CHECK(replaced.load() > 0);
+  check_loaded_modules_work();
 }
 
 TEST_CASE("a file that is not a kernel library is an io error saying why the loader refused it") {
