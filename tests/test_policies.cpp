@@ -731,7 +731,9 @@ TEST_CASE("a __nop copying several outputs: each reader waits for the copy of it
   const auto report = timer.report();
   REQUIRE(report.size() == 3);
   for (const auto& t : report) CHECK(t.calls == (t.name == "n" ? 80u : 40u));  // two steps per run for n
+}
 
+namespace {
 using liveness_model = gexec::basic_model<host, gexec::pool_allocator, gexec::registry, gexec::liveness>;
 
 /// Inputs left unset read as zeros: the graphs below are planned and run, not computed.
