@@ -2,7 +2,7 @@
 // includes only what a program with kernels of its own needs, which keeps the one
 // translation unit conan create compiles short.
 #include <gexec/binding/registry.hpp>
-#include <gexec/graph_builder.hpp>
+#include <gexec/graph.hpp>
 #include <gexec/model.hpp>
 
 #include <iostream>

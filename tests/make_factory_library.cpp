@@ -3,7 +3,7 @@
 //
 //   gexec_make_factory_blob graph.json params.bin out.c
 
-#include <gexec/module_blob.hpp>
+#include <gexec/packed_c/module_blob.hpp>
 
 #include <fstream>
 #include <iostream>

@@ -15,7 +15,7 @@
 #include <boost/json.hpp>
 
 #include <gexec/executor.hpp>
-#include <gexec/factory.hpp>
+#include <gexec/load.hpp>
 
 #include <algorithm>
 #include <cmath>

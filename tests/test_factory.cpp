@@ -1,5 +1,5 @@
-#include <gexec/factory.hpp>
-#include <gexec/graph_builder.hpp>
+#include <gexec/load.hpp>
+#include <gexec/graph.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include <gexec/graph_builder.hpp>
+#include <gexec/graph.hpp>
 
 #include <doctest/doctest.h>
 

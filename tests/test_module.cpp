@@ -6,7 +6,7 @@
 
 #include <gexec/detail/last_error.hpp>
 #include <gexec/executor.hpp>
-#include <gexec/factory.hpp>
+#include <gexec/load.hpp>
 
 #include "test_support.hpp"
 

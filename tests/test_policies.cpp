@@ -4,6 +4,7 @@
 
 #include "test_support.hpp"
 
+#include <gexec/backends/emulated.hpp>
 #include <gexec/executor.hpp>
 
 #include <algorithm>

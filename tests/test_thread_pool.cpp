@@ -1,7 +1,7 @@
 // The pool behind TVMBackendParallelLaunch / ParallelBarrier: barriers, core counting,
 // failures and exceptions, concurrent launchers, stealing, fork, nesting, context.
 
-#include <gexec/detail/thread_pool.hpp>
+#include <gexec/runtime/thread_pool.hpp>
 
 #include "test_support.hpp"
 

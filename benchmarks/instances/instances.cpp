@@ -11,7 +11,7 @@
 // and through load_factory(path).create() per instance. MB = 10^6 bytes.
 
 #include <gexec/executor.hpp>
-#include <gexec/factory.hpp>
+#include <gexec/load.hpp>
 
 #include <malloc.h>
 #include <unistd.h>

@@ -22,7 +22,7 @@
 // so "fresh pages" stay fresh across runs. MiB = 2^20 bytes, MB = 10^6 bytes.
 
 #include <gexec/executor.hpp>
-#include <gexec/factory.hpp>
+#include <gexec/load.hpp>
 
 #include <malloc.h>
 #include <unistd.h>

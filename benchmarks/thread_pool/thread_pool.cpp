@@ -4,7 +4,7 @@
 // over the launch's tasks; the amounts are calibrated on one thread at start. Each figure is the median of several repeats; the pools alternate so that
 // both see the same machine.
 
-#include <gexec/detail/thread_pool.hpp>
+#include <gexec/runtime/thread_pool.hpp>
 
 #include "../machine.hpp"
 

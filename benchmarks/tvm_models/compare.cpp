@@ -16,7 +16,7 @@
 #include <boost/json.hpp>
 
 #include <gexec/executor.hpp>
-#include <gexec/factory.hpp>
+#include <gexec/load.hpp>
 
 #include <gexec/contrib/sort.hpp>
 

@@ -3,7 +3,7 @@
 //
 //   gexec_make_mlp <output-dir>
 
-#include <gexec/graph_builder.hpp>
+#include <gexec/graph.hpp>
 #include <gexec/params.hpp>
 
 #include <cmath>

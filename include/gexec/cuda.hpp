@@ -17,9 +17,10 @@
 #include "config.hpp"
 
 #include "backends/cpu.hpp"
-#include "backends/cuda.hpp"
+#include "cuda/backend.hpp"
 #include "cuda/driver.hpp"
-#include "execution/cuda_graph.hpp"
+#include "cuda/cuda_graph.hpp"
+#include "cuda/kernels.hpp"
 #include "execution/parallel_streams.hpp"
 #include "executor.hpp"
 
@@ -29,5 +30,10 @@ using cuda_backends = backends<cpu_backend, cuda_backend>;
 /// A model whose graph runs on the host and CUDA devices, over a TVM-compiled library.
 using cuda_model = basic_model<cuda_backends>;
 using cuda_executor = graph_executor<cuda_backends>;
+
+namespace detail {
+/// Kernel libraries loaded by this program launch the kernels of their "cuda" modules.
+inline const bool cuda_modules_launch = register_device_module_loader("cuda", &load_cuda_modules);
+}  // namespace detail
 
 GEXEC_NAMESPACE_END

@@ -3,9 +3,10 @@
 
 #include "config.hpp"
 
-#include "backends/backend.hpp"
-
 GEXEC_NAMESPACE_BEGIN
+
+template <class... Bs>
+class backends;
 
 class error;
 class ndarray;

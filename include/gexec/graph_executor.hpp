@@ -42,8 +42,9 @@
 #include "backends/cpu.hpp"
 #include "binding/registry.hpp"
 #include "detail/last_error.hpp"
-#include "detail/model_state.hpp"
-#include "detail/run_context.hpp"
+#include "executor/instance_plan.hpp"
+#include "executor/model_state.hpp"
+#include "runtime/run_context.hpp"
 #include "detail/workspace.hpp"
 #include "execution/policy.hpp"
 #include "execution/sequential.hpp"
@@ -72,7 +73,7 @@ class graph_executor {
   static_assert(op_binding<Binding>, "Binding must provide resolve(name) -> packed_function and describe()");
 
  public:
-  using model_state = detail::model_state<Backends, Allocator, Binding>;
+  using model_state = gexec::model_state<Backends, Allocator, Binding>;
 
   /// An instance of `model` (see basic_model::instantiate): allocates its activations,
   /// and reads the model's parameters in place.
@@ -381,7 +382,7 @@ class graph_executor {
   /// Bytes of storage this executor allocated itself (activations, and inputs it holds).
   [[nodiscard]] std::uint64_t storage_bytes() const noexcept { return s_ ? s_->own_bytes : 0; }
   /// The DLTensors run() hands to kernels, per entry and per argument: for tests and tools.
-  [[nodiscard]] const detail::instance_plan& get_instance_plan() const { return self().plan; }
+  [[nodiscard]] const instance_plan& get_instance_plan() const { return self().plan; }
   /// The state a stateful execution policy keeps in this executor, if it is of type S.
   template <class S>
   [[nodiscard]] const S* policy_state() const noexcept {
@@ -441,7 +442,7 @@ class graph_executor {
   struct instance {
     stream_set streams;
     std::vector<void*> stream_objects;   ///< per model device: streams[d].stream
-    detail::instance_plan plan;
+    instance_plan plan;
     Allocator allocator;
     std::vector<std::shared_ptr<void>> storage;  ///< per storage slot: own memory, null until needed
     std::uint64_t own_bytes = 0;

@@ -12,7 +12,7 @@
 // are C++ callables includes it with <gexec/binding/registry.hpp> and
 // <gexec/graph/builder.hpp> (graphs built in C++) or <gexec/graph.hpp> (graph JSON).
 // Models over TVM-compiled libraries (gexec::model, model::load, create(json, lib))
-// need <gexec/packed_c/model.hpp>; <gexec/executor.hpp> includes everything.
+// need <gexec/load.hpp>; <gexec/executor.hpp> includes everything.
 
 #include "config.hpp"
 
@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "detail/model_state.hpp"
+#include "executor/model_state.hpp"
 #include "fwd.hpp"
 #include "graph/validated.hpp"
 #include "graph_executor.hpp"
@@ -75,7 +75,7 @@ inline model_options on_devices(std::vector<DLDevice> devices) {
 }
 
 /// Builds models from TVM-compiled libraries: model::load's body, defined with the
-/// packed C ABI (packed_c/model.hpp) so that this header needs none of it.
+/// packed C ABI (load.hpp) so that this header needs none of it.
 template <class Model>
 struct library_model;
 
@@ -87,7 +87,7 @@ class basic_model {
 
  public:
   using executor = graph_executor<Backends, Allocator, Binding>;
-  using state = detail::model_state<Backends, Allocator, Binding>;
+  using state = gexec::model_state<Backends, Allocator, Binding>;
 
   /// Validates the devices, plans storage and binds every kernel: a model that can be
   /// built runs without structural errors. `params` are copied once (or kept, when
@@ -135,14 +135,14 @@ class basic_model {
       : basic_model(std::move(g), std::move(binding), param_dict{}, std::move(options), std::move(backends), std::move(allocator)) {}
 
   /// A model from a library made by TVM's export_library (graph and parameters embedded).
-  /// Needs <gexec/packed_c/model.hpp>.
+  /// Needs <gexec/load.hpp>.
   static basic_model load(const std::filesystem::path& library, model_options options = {})
     requires std::same_as<Binding, packed_c_abi>
   {
     return detail::library_model<basic_model>::load(library, std::move(options));
   }
   /// A model from TVM's three files: the graph JSON, the kernel library and the parameter
-  /// blob (read with load_mode::copy). Needs <gexec/packed_c/model.hpp>.
+  /// blob (read with load_mode::copy). Needs <gexec/load.hpp>.
   static basic_model load(const std::filesystem::path& graph_file, const std::filesystem::path& library,
                           const std::filesystem::path& params_file, model_options options = {})
     requires std::same_as<Binding, packed_c_abi>
@@ -262,7 +262,7 @@ struct graph_reader;
 
 /// An executor over a binding of C++ kernels (a registry or static_registry), with a
 /// model of its own; create(graph, lib) for TVM-compiled libraries is in
-/// <gexec/packed_c/model.hpp>. To run many executors over one set of weights, build a
+/// <gexec/load.hpp>. To run many executors over one set of weights, build a
 /// model once and instantiate it instead.
 template <op_binding Binding>
 graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(const validated_graph& g, Binding kernels,

@@ -28,9 +28,9 @@
 #include <utility>
 #include <vector>
 
-#include "detail/env_registry.hpp"
-#include "detail/run_context.hpp"
-#include "detail/thread_pool.hpp"
+#include "runtime/env_registry.hpp"
+#include "runtime/run_context.hpp"
+#include "runtime/thread_pool.hpp"
 #include "fwd.hpp"
 #include "packed_function.hpp"
 

@@ -1,4 +1,5 @@
 // A device backend without streams, events or workspace is not a device_backend.
+#include <gexec/backends/emulated.hpp>
 #include <gexec/executor.hpp>
 
 struct memory_only {

@@ -12,7 +12,7 @@
 // [GraphExecutorFactory, _lib, cuda, _import_tree]. The blob is parsed back before it is
 // written; a blob that does not round-trip is an error.
 
-#include <gexec/module_blob.hpp>
+#include <gexec/packed_c/module_blob.hpp>
 
 #include <cstdint>
 #include <exception>

@@ -114,7 +114,7 @@ void plan_in_bounds(const gexec::validated_graph& g, const gexec::registry& kern
   try {
     auto ex = model(g, kernels, zero_inputs()).instantiate();
     if (run) ex.run();
-    const gexec::detail::instance_plan& p = ex.get_instance_plan();
+    const gexec::instance_plan& p = ex.get_instance_plan();
     for (std::size_t e = 0; e < p.entries.size(); ++e)
       if ((run || p.entries[e].data != nullptr) && !inside_allocation(p.entries[e]))
         property_failed("a planned entry lies outside the memory allocated for it", "entry " + std::to_string(e));

@@ -4,7 +4,7 @@
 // the factory's graph JSON goes through parse_graph as load_factory would send it.
 
 #include <gexec/graph.hpp>
-#include <gexec/module_blob.hpp>
+#include <gexec/packed_c/module_blob.hpp>
 
 #include <cstddef>
 #include <cstdint>

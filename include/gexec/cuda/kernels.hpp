@@ -33,10 +33,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../detail/env_registry.hpp"
+#include "../runtime/env_registry.hpp"
 #include "../detail/last_error.hpp"
-#include "../detail/run_context.hpp"
+#include "../runtime/run_context.hpp"
 #include "../error.hpp"
+#include "../packed_c/hooks.hpp"
 #include "../packed_c/module_blob.hpp"
 #include "../tvm_abi.hpp"
 #include "driver.hpp"
@@ -357,6 +358,13 @@ inline void load_cuda_kernels(const std::vector<cuda_module_blob>& blobs, const 
     slot.kernel.store(k.get(), std::memory_order_release);
     kept.push_back(std::shared_ptr<const void>(std::move(k)));
   }
+}
+
+/// The packed C loader's "cuda" device-module loader (registered by <gexec/cuda.hpp>):
+/// the library's launchers and its __tvm_set_device.
+inline void load_cuda_modules(const module_blob& blob, module_context& ctx) {
+  load_cuda_kernels(blob.cuda_modules, ctx.name, ctx.device_functions, ctx.device_kernels);
+  ctx.set_device = set_device_handle();
 }
 
 }  // namespace detail

@@ -28,7 +28,7 @@
 #include <cstdint>
 #include <span>
 
-#include "../detail/step_graph.hpp"
+#include "../executor/step_graph.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {

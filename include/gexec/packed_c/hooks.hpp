@@ -23,16 +23,17 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../detail/env_registry.hpp"
+#include "../runtime/env_registry.hpp"
 #include "../detail/last_error.hpp"
-#include "../detail/run_context.hpp"
-#include "../detail/thread_pool.hpp"
+#include "../runtime/run_context.hpp"
+#include "../runtime/thread_pool.hpp"
 #include "../detail/workspace.hpp"
 #include "../device.hpp"
 #include "../tvm_abi.hpp"
 #include "loader.hpp"
 
 GEXEC_NAMESPACE_BEGIN
+struct module_blob;
 namespace detail {
 
 /// The pool serving TVMBackendParallelLaunch: the running executor's runtime's, else
@@ -58,6 +59,29 @@ struct module_context {
   func_handle* set_device = nullptr;
   std::string device_error;  ///< why the device modules could not be read, if they could not
 };
+
+/// How the kernels of a library's device modules become launchers: the loader gives
+/// it the modules of one type key ("cuda") and the library's context to fill
+/// (device_functions, device_kernels, set_device). The packed C loader knows no device
+/// API; a device wing registers its loader (<gexec/cuda.hpp> does for "cuda").
+using device_module_loader = void (*)(const module_blob& blob, module_context& ctx);
+struct device_module_loader_entry {
+  const char* type_key;
+  device_module_loader load;
+};
+inline std::vector<device_module_loader_entry>& device_module_loaders() {
+  static std::vector<device_module_loader_entry> table;  // guarded by process_mutex()
+  return table;
+}
+/// Registers `load` for modules of `type_key` (once per key; later ones are ignored).
+inline bool register_device_module_loader(const char* type_key, device_module_loader load) {
+  std::lock_guard g(process_mutex());
+  auto& table = device_module_loaders();
+  for (const auto& e : table)
+    if (std::string_view(e.type_key) == type_key) return false;
+  table.push_back({type_key, load});
+  return true;
+}
 
 inline void api_set_last_error(const char* message) noexcept { set_last_error(message ? message : ""); }
 

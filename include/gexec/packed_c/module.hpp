@@ -30,9 +30,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../cuda/kernels.hpp"
 #include "../detail/byte_io.hpp"
-#include "../detail/env_registry.hpp"
+#include "../runtime/env_registry.hpp"
 #include "../error.hpp"
 #include "../load_progress.hpp"
 #include "../runtime.hpp"
@@ -154,7 +153,7 @@ inline void claim_context_slots(const boost::dll::shared_library& lib, const std
   for (const planned& w : writes) *w.slot = w.value;
 }
 
-/// The library's embedded factory, parsed once per loaded library (packed_c/model.hpp).
+/// The library's embedded factory, parsed once per loaded library (load.hpp).
 inline std::shared_ptr<const embedded_factory> read_embedded_factory(const module& lib, const load_progress* progress = nullptr);
 
 }  // namespace detail
@@ -276,9 +275,12 @@ inline module load_module(const std::filesystem::path& path) {
   try {
     if (const auto blob = m.data_symbol("__tvm_dev_mblob"); !blob.empty()) {
       const module_blob parsed = parse_module_blob(blob, "__tvm_dev_mblob of " + ctx->name, blob_parts::device_modules);
-      if (!parsed.cuda_modules.empty()) {
-        detail::load_cuda_kernels(parsed.cuda_modules, ctx->name, ctx->device_functions, ctx->device_kernels);
-        ctx->set_device = detail::set_device_handle();
+      if (!parsed.cuda_modules.empty()) {  // launched by the CUDA wing, where the program includes it
+        const auto& loaders = detail::device_module_loaders();
+        auto it = std::find_if(loaders.begin(), loaders.end(), [](const auto& e) { return std::string_view(e.type_key) == "cuda"; });
+        if (it == loaders.end())
+          throw error(errc::unsupported, "the library carries cuda kernels, and this program was built without <gexec/cuda.hpp>, which launches them");
+        it->load(parsed, *ctx);
       }
     }
   } catch (const error& e) {

@@ -17,11 +17,10 @@
 #include "../ndarray.hpp"
 #include "../plan.hpp"
 #include "../runtime.hpp"
-#include "run_context.hpp"
+#include "../runtime/run_context.hpp"
 #include "step_graph.hpp"
 
 GEXEC_NAMESPACE_BEGIN
-namespace detail {
 
 template <class Backends, class Allocator, class Binding>
 struct model_state {
@@ -62,7 +61,7 @@ struct model_state {
 
   /// The steps' dependency edges, made on first use (by a parallel execution policy).
   [[nodiscard]] const step_graph& dependencies() const {
-    std::call_once(step_graph_once_, [&] { step_graph_ = std::make_unique<step_graph>(make_step_graph(graph.compact(), plan)); });
+    std::call_once(step_graph_once_, [&] { step_graph_ = std::make_unique<step_graph>(detail::make_step_graph(graph.compact(), plan)); });
     return *step_graph_;
   }
 
@@ -71,5 +70,4 @@ struct model_state {
   mutable std::unique_ptr<step_graph> step_graph_;
 };
 
-}  // namespace detail
 GEXEC_NAMESPACE_END

@@ -20,9 +20,9 @@
 #include <cstdint>
 #include <string>
 
-#include "../cuda/driver.hpp"
+#include "driver.hpp"
 #include "../device.hpp"
-#include "policy.hpp"
+#include "../execution/policy.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {

@@ -29,7 +29,7 @@
 #include "../error.hpp"
 #include "../packed_function.hpp"
 #include "../tvm_abi.hpp"
-#include "last_error.hpp"
+#include "../detail/last_error.hpp"
 #include "run_context.hpp"
 
 GEXEC_NAMESPACE_BEGIN

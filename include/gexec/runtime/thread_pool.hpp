@@ -33,9 +33,9 @@
 
 #include "../error.hpp"
 #include "../tvm_abi.hpp"
-#include "last_error.hpp"
+#include "../detail/last_error.hpp"
 #include "run_context.hpp"
-#include "workspace.hpp"
+#include "../detail/workspace.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {

@@ -30,12 +30,12 @@
 #include <utility>
 #include <vector>
 
-#include "../cuda/driver.hpp"
+#include "driver.hpp"
 #include "../detail/shape.hpp"
 #include "../device.hpp"
 #include "../error.hpp"
 #include "../ndarray.hpp"
-#include "backend.hpp"
+#include "../backends/backend.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 

@@ -1,14 +1,17 @@
 #pragma once
-// Models over TVM-compiled libraries: create(graph, lib) as TVM's graph_executor.create,
-// model::load for export_library's single file (graph and parameters embedded in the
-// library's __tvm_dev_mblob) and for TVM's three files, and the deduction of a model's
-// binding from a gexec::module.
+// Models from what TVM writes: model::load over export_library's single file (graph and
+// parameters embedded in the library's __tvm_dev_mblob) and over TVM's three files,
+// create(graph, lib) as TVM's graph_executor.create, and load_factory, whose factory
+// creates executors as lib["default"](dev) does. Every executor made from one library
+// file for one set of devices reads one copy of the weights.
 //
 //   gexec::module lib = gexec::load_module("deploy_lib.so");
 //   auto ex = gexec::create(graph_json, lib, {gexec::cpu()});
 //   auto m = gexec::model::load("model.so");
+//   gexec::factory f = gexec::load_factory("model.so");
+//   auto ex2 = f.create({gexec::cpu()});
 
-#include "../config.hpp"
+#include "config.hpp"
 
 #include <dlpack/dlpack.h>
 
@@ -28,13 +31,13 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../graph.hpp"
-#include "../model.hpp"
-#include "../params.hpp"
-#include "binding.hpp"
-#include "module.hpp"
-#include "module_blob.hpp"
+#include "error.hpp"
+#include "graph.hpp"
+#include "model.hpp"
+#include "params.hpp"
+#include "packed_c/binding.hpp"
+#include "packed_c/module.hpp"
+#include "packed_c/module_blob.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -144,6 +147,60 @@ template <class Path>
   requires std::same_as<Path, std::filesystem::path>
 graph_executor<> create(const Path& graph_file, const module& lib, std::vector<DLDevice> devices = {cpu()}) {
   return create(load_graph_file(graph_file), lib, std::move(devices));
+}
+
+class factory {
+ public:
+  /// A factory over `lib`'s embedded graph and parameters (see load_factory).
+  explicit factory(module lib, std::shared_ptr<runtime> rt = nullptr) : s_(std::make_shared<state>()) {
+    s_->embedded = detail::read_embedded_factory(lib);
+    s_->lib = std::move(lib);
+    s_->rt = std::move(rt);
+  }
+
+  /// The model for `devices`, built on first use and kept: the same model (and weights)
+  /// for every later call with the same devices.
+  [[nodiscard]] model get_model(const std::vector<DLDevice>& devices = {cpu()}) const {
+    std::lock_guard g(s_->mu);
+    for (const auto& [d, m] : s_->models)
+      if (std::equal(d.begin(), d.end(), devices.begin(), devices.end(), same_device)) return m;
+    model_options options = detail::on_devices(devices);
+    options.runtime = s_->rt;
+    model m(s_->embedded->graph, packed_c_abi(s_->lib), s_->embedded->blob.params, std::move(options));
+    m.keep_source(s_->embedded);
+    s_->models.emplace_back(devices, m);
+    return m;
+  }
+  /// A new executor over the library's kernels, reading the embedded parameters.
+  [[nodiscard]] graph_executor<> create(const std::vector<DLDevice>& devices = {cpu()}) const { return get_model(devices).instantiate(); }
+
+  [[nodiscard]] const std::string& graph_json() const noexcept { return s_->embedded->blob.graph_json; }  ///< get_graph_json
+  [[nodiscard]] const param_dict& params() const noexcept { return s_->embedded->blob.params; }          ///< get_graph_params
+  [[nodiscard]] const std::string& module_name() const noexcept { return s_->embedded->blob.module_name; }
+  [[nodiscard]] const module& lib() const noexcept { return s_->lib; }
+  [[nodiscard]] const gexec::graph& graph() const noexcept { return s_->embedded->graph; }
+  /// CUDA modules the library carries, for the CUDA backend.
+  [[nodiscard]] const std::vector<cuda_module_blob>& cuda_modules() const noexcept { return s_->embedded->cuda_modules; }
+
+ private:
+  struct state {
+    module lib;
+    std::shared_ptr<const detail::embedded_factory> embedded;  // shared by every factory of the library
+    std::shared_ptr<runtime> rt;
+    std::mutex mu;
+    std::vector<std::pair<std::vector<DLDevice>, model>> models;
+  };
+  std::shared_ptr<state> s_;
+};
+
+/// Opens a library exported with export_library and reads its embedded factory. The
+/// parsed graph and parameters belong to the loaded library: every factory and model
+/// made from one file while it is loaded reads one copy of the weights.
+/// Errors: errc::io (cannot load), errc::invalid_module (no or malformed blob),
+/// errc::invalid_graph / invalid_params for what the blob holds.
+inline factory load_factory(const std::filesystem::path& path, std::shared_ptr<runtime> rt = nullptr) {
+  module lib = rt ? rt->load_module(path) : load_module(path);
+  return factory(std::move(lib), std::move(rt));
 }
 
 GEXEC_NAMESPACE_END

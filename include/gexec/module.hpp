@@ -1,3 +1,0 @@
-#pragma once
-// Moved to <gexec/packed_c/module.hpp>, with the rest of the packed C ABI.
-#include "packed_c/module.hpp"
