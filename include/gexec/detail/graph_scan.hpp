@@ -1,17 +1,20 @@
 #pragma once
 // Reads TVM graph JSON in one pass over the text straight into a compact_graph and
-// checks it as check_graph() would, with nothing allocated per node for graphs in the
-// form TVM writes (beyond node attributes other than the four gexec reads).
+// checks it by the rules check_graph() keeps (graph/checks.hpp), with nothing allocated
+// per node for graphs in the form TVM writes (beyond node attributes other than the four
+// gexec reads).
 //
-// Like the streaming reader (graph_stream.hpp), this scanner only accepts: it returns
-// true only for text that the document reader (graph/json.hpp) reads and validate()
-// accepts, with the compact graph that validate() would make, field for field. On
-// anything else it returns false at once and parse_graph() reads the text again with
-// the slower readers, which name the error. It gives up on more than those readers
-// refuse: string escapes and bytes outside printable ASCII in strings, numbers that
-// are not plain integers, "metadata", "control_deps", "storage_scope", graph
-// attributes other than shape, dltype, storage_id and device_index, node attributes
-// whose value is not a string, and "attrs" together with "attr" in one node.
+// This scanner only accepts: it returns true only for text that the document reader
+// (graph/json.hpp) reads and validate() accepts, with the compact graph that validate()
+// would make, field for field. On anything else it returns false at once and
+// parse_graph() reads the text again with the document reader, which names the error.
+// Strings are decoded as Boost.JSON decodes them (escapes, surrogate pairs, UTF-8
+// checked); "metadata" is read by the function parse_graph() passes, as the document
+// reader reads it. The scanner gives up on more than the document reader refuses:
+// escapes in keys the scanner knows and in the type tags of graph attributes, numbers
+// that are not plain integers, keys after "metadata", graph attributes other than
+// shape, dltype, storage_id, device_index and storage_scope, node attributes whose
+// value is not a string, and "attrs" together with "attr" in one node.
 
 #include "../config.hpp"
 
@@ -23,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <span>
 #include <string>
@@ -31,6 +35,7 @@
 #include <vector>
 
 #include "../dtype.hpp"
+#include "../graph/checks.hpp"
 #include "../graph/compact.hpp"
 #include "../ndarray.hpp"
 #include "shape.hpp"
@@ -38,10 +43,15 @@
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
 
+/// Reads the JSON value at the start of `text` (whitespace around it allowed) as the
+/// document reader reads "metadata": false if the document reader would refuse it;
+/// otherwise its serialized form in `out` and the bytes read in `used`.
+using metadata_reader = bool (*)(std::string_view text, std::string& out, std::size_t& used);
+
 class graph_scanner {
  public:
-  graph_scanner(std::string_view text, compact_graph& g) noexcept
-      : p_(text.data()), end_(text.data() + text.size()), begin_(text.data()), g_(g) {}
+  graph_scanner(std::string_view text, compact_graph& g, metadata_reader read_metadata) noexcept
+      : p_(text.data()), end_(text.data() + text.size()), begin_(text.data()), g_(g), read_metadata_(read_metadata) {}
 
   bool run() {
     if (static_cast<std::size_t>(end_ - begin_) >= std::numeric_limits<std::uint32_t>::max()) return false;
@@ -140,9 +150,14 @@ class graph_scanner {
     return eat('"') && word(k);
   }
 
-  /// The rest of a string whose opening quote is consumed: printable ASCII without
-  /// escapes, or false.
-  bool string_body(std::string_view& out) noexcept {
+  /// Where a string that had to be decoded is kept: until the next string decoded for
+  /// now, until the node is done, or until the scan is.
+  enum class keep : std::uint8_t { now, node, graph };
+
+  /// The rest of a string whose opening quote is consumed. Printable ASCII without
+  /// escapes is a view into the text; anything else goes to string_slow(). `name`: the
+  /// string must keep graph_rules::printable_name (which printable ASCII does).
+  bool string_body(std::string_view& out, keep k = keep::now, bool name = false) {
     const char* s = p_;
     constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
     while (end_ - p_ >= 8) {
@@ -154,7 +169,8 @@ class graph_scanner {
       if ((special & highs) != 0) {
         if constexpr (std::endian::native != std::endian::little) break;
         p_ += std::countr_zero(special & highs) / 8;
-        if (*p_ != '"') return false;
+        if (*p_ != '"') [[unlikely]]
+          return slow(s, out, k, name);
         out = std::string_view(s, static_cast<std::size_t>(p_ - s));
         ++p_;
         return true;
@@ -168,11 +184,121 @@ class graph_scanner {
         ++p_;
         return true;
       }
-      if (c < 0x20 || c >= 0x7f || c == '\\') return false;
+      if (c < 0x20 || c >= 0x7f || c == '\\') return slow(s, out, k, name);
     }
     return false;
   }
-  bool string_value(std::string_view& out) noexcept { return eat('"') && string_body(out); }
+  bool string_value(std::string_view& out, keep k = keep::now) { return eat('"') && string_body(out, k); }
+  /// Whether `s`, which string_body() returned, is the text itself (not decoded): the
+  /// string just read ends where `s` does.
+  bool raw(std::string_view s) const noexcept { return s.data() + s.size() + 1 == p_; }
+
+  bool slow(const char* s, std::string_view& out, keep k, bool name) {
+    const std::string_view v = string_slow(s, k, name);  // by value, so that `out` stays in registers
+    if (v.data() == nullptr) return false;
+    out = v;
+    return true;
+  }
+  /// string_body() from `s` on, for strings with escapes, bytes past ASCII or DEL: null
+  /// on what Boost.JSON refuses (a control character, an unknown escape, a lone
+  /// surrogate, UTF-8 that is not well formed) and on a `name` that breaks
+  /// graph_rules::printable_name. Without escapes, a view into the text.
+  [[gnu::noinline, gnu::cold]] std::string_view string_slow(const char* s, keep k, bool name) {
+    constexpr std::string_view fail;
+    std::string* to = nullptr;  // the decoded string, from the first escape on
+    const char* plain = s;      // text not yet copied to `to`
+    const char* q = s;
+    auto hex4 = [&](const char* h, unsigned& u) {
+      if (end_ - h < 4) return false;
+      u = 0;
+      for (int j = 0; j < 4; ++j) {
+        const unsigned c = static_cast<unsigned char>(h[j]);
+        const unsigned d = c - '0' < 10u ? c - '0' : (c | 0x20u) - 'a' < 6u ? (c | 0x20u) - 'a' + 10 : 16;
+        if (d == 16) return false;
+        u = u * 16 + d;
+      }
+      return true;
+    };
+    while (q != end_) {
+      const auto c = static_cast<unsigned char>(*q);
+      if (c == '"') break;
+      if (c < 0x20) return fail;
+      if (c < 0x80 && c != '\\') {
+        ++q;
+        continue;
+      }
+      if (c >= 0x80) {  // well-formed UTF-8 (Unicode 15, table 3-7), as Boost.JSON checks it
+        const auto at = [&](std::ptrdiff_t j) { return end_ - q > j ? static_cast<unsigned char>(q[j]) : 0u; };
+        const auto cont = [&](std::ptrdiff_t j, unsigned lo = 0x80, unsigned hi = 0xbf) { return at(j) >= lo && at(j) <= hi; };
+        std::ptrdiff_t len = 0;
+        if (c >= 0xc2 && c <= 0xdf) len = cont(1) ? 2 : 0;
+        else if (c == 0xe0) len = cont(1, 0xa0) && cont(2) ? 3 : 0;
+        else if (c == 0xed) len = cont(1, 0x80, 0x9f) && cont(2) ? 3 : 0;
+        else if (c >= 0xe1 && c <= 0xef) len = cont(1) && cont(2) ? 3 : 0;
+        else if (c == 0xf0) len = cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+        else if (c == 0xf4) len = cont(1, 0x80, 0x8f) && cont(2) && cont(3) ? 4 : 0;
+        else if (c >= 0xf1 && c <= 0xf3) len = cont(1) && cont(2) && cont(3) ? 4 : 0;
+        if (len == 0) return fail;
+        q += len;
+        continue;
+      }
+      // An escape: what came before it is copied as it is, the escape decoded.
+      if (!to) {
+        if (k == keep::now) scratch_.clear();
+        to = k == keep::now ? &scratch_ : k == keep::node ? &node_kept_.emplace_back() : &graph_kept_.emplace_back();
+      }
+      to->append(plain, q);
+      if (end_ - q < 2) return fail;
+      switch (q[1]) {
+        case '"': *to += '"'; break;
+        case '\\': *to += '\\'; break;
+        case '/': *to += '/'; break;
+        case 'b': *to += '\b'; break;
+        case 'f': *to += '\f'; break;
+        case 'n': *to += '\n'; break;
+        case 'r': *to += '\r'; break;
+        case 't': *to += '\t'; break;
+        case 'u': {
+          unsigned u = 0;
+          if (!hex4(q + 2, u)) return fail;
+          q += 4;
+          if (u >= 0xd800 && u <= 0xdfff) {  // a surrogate pair, or Boost.JSON refuses it
+            unsigned low = 0;
+            if (u > 0xdbff || end_ - q < 8 || q[2] != '\\' || q[3] != 'u' || !hex4(q + 4, low) || low < 0xdc00 || low > 0xdfff) return fail;
+            q += 6;
+            u = 0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00);
+          }
+          if (u < 0x80) {
+            *to += static_cast<char>(u);
+          } else if (u < 0x800) {
+            *to += static_cast<char>(0xc0 | (u >> 6));
+            *to += static_cast<char>(0x80 | (u & 0x3f));
+          } else if (u < 0x10000) {
+            *to += static_cast<char>(0xe0 | (u >> 12));
+            *to += static_cast<char>(0x80 | ((u >> 6) & 0x3f));
+            *to += static_cast<char>(0x80 | (u & 0x3f));
+          } else {
+            *to += static_cast<char>(0xf0 | (u >> 18));
+            *to += static_cast<char>(0x80 | ((u >> 12) & 0x3f));
+            *to += static_cast<char>(0x80 | ((u >> 6) & 0x3f));
+            *to += static_cast<char>(0x80 | (u & 0x3f));
+          }
+          break;
+        }
+        default: return fail;
+      }
+      q += 2;
+      plain = q;
+    }
+    if (q == end_) return fail;
+    std::string_view out(s, static_cast<std::size_t>(q - s));
+    if (to) {
+      to->append(plain, q);
+      out = *to;
+    }
+    p_ = q + 1;
+    return !name || graph_rules::printable_name(out) ? out : fail;
+  }
   /// Consumes the rest of a string (opening quote consumed) if it is `same`, a view
   /// into the text that string_body() returned.
   bool same_string(std::string_view same) noexcept {
@@ -340,9 +466,10 @@ class graph_scanner {
         case 'n': bit = word("nodes") ? 1u : word("node_row_ptr") ? 4u : 0u; break;
         case 'a': bit = word("arg_nodes") ? 2u : word("attrs") ? 16u : 0u; break;
         case 'h': bit = word("heads") ? 8u : 0u; break;
+        case 'm': return word("metadata") && eat_sep(':') && metadata() && seen == 31;
         default: break;
       }
-      if (bit == 0 || (seen & bit) || !eat_sep(':')) return false;  // an unknown key, "metadata", or a repeated key
+      if (bit == 0 || (seen & bit) || !eat_sep(':')) return false;  // an unknown key or a repeated one
       seen |= bit;
       bool ok = false;
       switch (bit) {
@@ -355,6 +482,18 @@ class graph_scanner {
       if (!ok) return false;
     } while (next_or_close('}', bad, true));
     return !bad && seen == 31;
+  }
+
+  /// "metadata" and its value, which ends the graph (the document reader, as TVM, reads
+  /// no further keys; the scanner leaves any to it), through read_metadata_.
+  bool metadata() {
+    std::size_t used = 0;
+    if (!read_metadata_ || !read_metadata_(std::string_view(p_, static_cast<std::size_t>(last_ - p_)), g_.metadata, used)) return false;
+    p_ += used;
+    skip_ws();
+    if (p_ != last_) return false;
+    ++p_;
+    return true;
   }
 
   bool u32_list(std::vector<std::uint32_t>& out) {
@@ -390,7 +529,7 @@ class graph_scanner {
     if (!nodes_read_) {
       if (!u32_list_tail(rows)) return false;
       rows_given_ = true;
-      return !rows.empty() && rows[0] == 0;
+      return !rows.empty() && graph_rules::first_row(rows[0]);
     }
     std::size_t k = 0;
     if (eat(']')) return false;  // the nodes made at least [0]
@@ -446,7 +585,7 @@ class graph_scanner {
     return !rows_given_ || g_.node_row_ptr.size() == std::size_t{i} + 1;
   }
 
-  enum : unsigned { k_op = 1, k_name = 2, k_inputs = 4, k_attrs = 8 };
+  enum : unsigned { k_op = 1, k_name = 2, k_inputs = 4, k_attrs = 8, k_deps = 16 };
   enum : std::uint8_t { op_unknown, op_null, op_tvm };
 
   struct node_state {
@@ -455,13 +594,14 @@ class graph_scanner {
     std::uint32_t num_inputs = 0, num_outputs = 1, flatten = 0;
     std::uint32_t n_inputs = 0;
     std::uint32_t fid = compact_graph::no_func;  // known when the name is the last one interned
+    bool func_raw = true;                        // func_name is a view into the text
   };
 
   bool node(std::uint32_t i) {
     if (!eat('{')) return false;
     node_state st;
     unsigned seen = 0;
-    extra_.clear();
+    extra_.clear();  // deps_ and node_kept_ are cleared when a node that had them is done
     // A key not seen before in this object, then ':'. "attrs" and "attr" both in one
     // node: the document reader merges them; left to it.
     auto key = [&](unsigned bit) {
@@ -488,6 +628,8 @@ class graph_scanner {
           return word("inputs") && key(k_inputs) && inputs(i, st);
         case 'a':
           return (word("attrs") || word("attr")) && key(k_attrs) && node_attrs(st);
+        case 'c':
+          return word("control_deps") && key(k_deps) && control_deps(i);
         default:
           return false;
       }
@@ -526,7 +668,7 @@ class graph_scanner {
   /// A node's name, its opening quote consumed.
   bool name_body(std::uint32_t i) {
     std::string_view name;
-    if (!string_body(name)) return false;
+    if (!string_body(name, keep::now, true)) return false;
     room(g_.names, name.size(), i, est_nodes_);
     g_.names.append(name);
     return true;
@@ -539,10 +681,25 @@ class graph_scanner {
     bool bad = false;
     do {
       node_entry e;
-      if (!entry(e) || e.node_id >= i || e.index >= rows[e.node_id + 1] - rows[e.node_id]) return false;
+      if (!entry(e) || !graph_rules::before(e.node_id, i) ||
+          !graph_rules::output_of(e.index, rows[e.node_id + 1] - rows[e.node_id]))
+        return false;
       room(g_.inputs, 1, i, est_nodes_);
       g_.inputs.push_back(e);
       ++st.n_inputs;
+    } while (next_or_close(']', bad));
+    return !bad;
+  }
+
+  /// Node i's control dependencies, kept until node_done().
+  bool control_deps(std::uint32_t i) {
+    if (!eat('[')) return false;
+    if (peek(']')) return ++p_, true;
+    bool bad = false;
+    do {
+      std::uint32_t d = 0;
+      if (!u32(d) || !graph_rules::before(d, i)) return false;
+      deps_.push_back(d);
     } while (next_or_close(']', bad));
     return !bad;
   }
@@ -556,12 +713,14 @@ class graph_scanner {
       return eat_sep(':');
     };
     auto func_body = [&] {
-      if (same_string(last_func_)) {  // the kernel of the node before, as in chains
+      if (last_func_raw_ && same_string(last_func_)) {  // the kernel of the node before, as in chains
         st.func_name = last_func_;
         st.fid = last_fid_;
         return true;
       }
-      return string_body(st.func_name);
+      if (!string_body(st.func_name, keep::graph, true)) return false;
+      st.func_raw = raw(st.func_name);
+      return true;
     };
     auto member = [&] {
       if (!eat('"')) return false;
@@ -570,7 +729,10 @@ class graph_scanner {
       if (*p_ == 'n' && word("num_outputs")) return key(4) && eat('"') && u32_body(st.num_outputs);
       if (*p_ == 'f' && word("flatten_data")) return key(8) && eat('"') && u32_body(st.flatten);
       std::string_view name, value;
-      if (!string_body(name) || !eat_sep(':') || !string_value(value) || extra_.size() >= max_extra) return false;
+      if (!string_body(name, keep::node)) return false;
+      // An escaped spelling of a key read above: left to the document reader.
+      if (!raw(name) && (name == "func_name" || name == "num_inputs" || name == "num_outputs" || name == "flatten_data")) return false;
+      if (!eat_sep(':') || !string_value(value, keep::node) || extra_.size() >= max_extra) return false;
       for (const auto& kv : extra_)
         if (kv.first == name) return false;  // a repeated key
       extra_.emplace_back(name, value);
@@ -606,17 +768,17 @@ class graph_scanner {
     std::uint32_t outputs = 1;
     std::uint32_t fid = compact_graph::no_func;
     if (st.op == op_tvm) {
-      if (!has_attrs || st.func_name.empty() || st.num_inputs != st.n_inputs || st.num_outputs == 0) return false;
-      if (st.func_name == "__copy" && (st.n_inputs != 1 || st.num_outputs != 1)) return false;
+      if (!has_attrs || !graph_rules::kernel_named(st.func_name) || !graph_rules::inputs_counted(st.num_inputs, st.n_inputs) ||
+          !graph_rules::has_output(st.num_outputs) || !graph_rules::copy_one_to_one(st.func_name, st.n_inputs, st.num_outputs))
+        return false;
       outputs = st.num_outputs;
-      fid = st.fid != compact_graph::no_func ? st.fid : intern(st.func_name);
+      fid = st.fid != compact_graph::no_func ? st.fid : intern(st.func_name, st.func_raw);
       if (fid == compact_graph::no_func) return false;
-    } else if (has_attrs && st.num_outputs != 1) {  // a "null" node
+    } else if (!graph_rules::null_outputs(st.num_outputs) || !graph_rules::null_inputs(st.n_inputs)) {  // a "null" node
       return false;
     }
-    if (st.op == op_null && st.n_inputs != 0) return false;
     if (rows_given_) {
-      if (rows.size() < std::size_t{i} + 2 || std::uint64_t{rows[i]} + outputs != rows[i + 1]) return false;
+      if (rows.size() < std::size_t{i} + 2 || !graph_rules::rows_span(rows[i], rows[i + 1], outputs)) return false;
     } else {
       const std::uint64_t next = std::uint64_t{rows.back()} + outputs;
       if (next > std::numeric_limits<std::uint32_t>::max()) return false;
@@ -628,13 +790,16 @@ class graph_scanner {
     g_.flags.push_back(static_cast<std::uint8_t>((st.flatten != 0 ? compact_graph::flag_flatten_data : 0) |
                                                  (has_attrs ? compact_graph::flag_has_attrs : 0)));
     const bool odd_null = st.op == op_null && (st.num_inputs != 0 || !st.func_name.empty());
-    if (odd_null || !extra_.empty()) {
+    if (odd_null || !extra_.empty() || !deps_.empty()) {
       compact_graph::node_extra& x = g_.extras.emplace_back();
       x.node = i;
       x.num_inputs = st.num_inputs;
       if (st.op == op_null) x.func_name = st.func_name;
       x.attrs.reserve(extra_.size());
       for (const auto& [k, v] : extra_) x.attrs.emplace_back(k, v);
+      x.control_deps = deps_;
+      deps_.clear();
+      node_kept_.clear();
     }
     return true;
   }
@@ -643,8 +808,11 @@ class graph_scanner {
   /// finish()), or no_func when its probe runs long: the hash reads only the ends of a
   /// name, so text made to collide goes to the other readers instead of costing time
   /// quadratic in the number of names.
-  std::uint32_t intern(std::string_view name) {
+  /// `raw`: the name is a view into the text (not decoded), which func_body() may
+  /// compare with the text that follows.
+  std::uint32_t intern(std::string_view name, bool raw) {
     if (name == last_func_) return last_fid_;
+    last_func_raw_ = raw;
     if (func_views_.size() * 2 >= slots_.size()) rehash(slots_.empty() ? 64 : slots_.size() * 2);
     const std::size_t mask = slots_.size() - 1;
     constexpr int max_probe = 64;
@@ -699,11 +867,11 @@ class graph_scanner {
       if (!eat('"')) return false;
       unsigned bit = 0;
       switch (*p_) {
-        case 's': bit = word("shape") ? 1u : word("storage_id") ? 4u : 0u; break;
+        case 's': bit = word("shape") ? 1u : word("storage_id") ? 4u : word("storage_scope") ? 16u : 0u; break;
         case 'd': bit = word("dltype") ? 2u : word("device_index") ? 8u : 0u; break;
         default: break;
       }
-      // storage_scope and other attributes are left to the other readers.
+      // Other attributes are left to the document reader.
       if (bit == 0 || (seen & bit) || !eat_sep(':') || !eat('[')) return false;
       seen |= bit;
       bool ok = false;
@@ -711,7 +879,8 @@ class graph_scanner {
         case 1: ok = quoted("list_shape") && eat_sep(',') && shapes(); break;
         case 2: ok = quoted("list_str") && eat_sep(',') && dtypes(); break;
         case 4: ok = quoted("list_int") && eat_sep(',') && i32_list(g_.storage_id); break;
-        default: ok = quoted("list_int") && eat_sep(',') && i32_list(g_.device_index); break;
+        case 8: ok = quoted("list_int") && eat_sep(',') && i32_list(g_.device_index); break;
+        default: ok = quoted("list_str") && eat_sep(',') && scopes(); break;
       }
       if (!ok || !eat(']')) return false;
     } while (next_or_close('}', bad));
@@ -737,11 +906,23 @@ class graph_scanner {
         std::string_view name;
         if (!string_body(name)) return false;
         const auto t = try_parse_dtype(name);
-        if (!t) return false;
-        last = name;
+        if (!t || !graph_rules::dtype_ok(*t)) return false;
+        last = raw(name) ? name : std::string_view();  // same_string() compares with the text
         last_t = *t;
       }
       g_.dltype.push_back(last_t);
+    } while (next_or_close(']', bad));
+    return !bad;
+  }
+
+  [[gnu::noinline]] bool scopes() {  // rare: kept out of graph_attrs()' loops
+    if (!eat('[')) return false;
+    if (eat(']')) return true;
+    bool bad = false;
+    do {
+      std::string_view scope;
+      if (!string_value(scope)) return false;
+      g_.storage_scope.emplace_back(scope);
     } while (next_or_close(']', bad));
     return !bad;
   }
@@ -777,7 +958,9 @@ class graph_scanner {
         bool bad_dim = false;
         do {
           std::int64_t d = 0;
-          if (!integer(d, 0, std::numeric_limits<std::int64_t>::max()) || ++ndim > static_cast<std::size_t>(max_ndim)) return false;
+          if (!integer(d, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()) ||
+              !graph_rules::dim_ok(d) || !graph_rules::ndim_ok(++ndim))
+            return false;
           room(g_.dims, 1, e, m);
           g_.dims.push_back(d);
         } while (next_or_close(']', bad_dim));
@@ -789,39 +972,38 @@ class graph_scanner {
     return !bad;
   }
 
-  // ---- what check_graph checks across sections -----------------------------------
+  // ---- the rules across sections -----------------------------------------------
 
   bool finish() {
+    using rules = graph_rules;
     const auto& rows = g_.node_row_ptr;
     const std::size_t n = g_.func.size();
-    if (rows.size() != n + 1) return false;
+    if (!rules::row_count(rows.size(), n)) return false;
     const std::uint32_t m = rows[n];
-    if (g_.shape_ptr.size() != std::size_t{m} + 1 || g_.dltype.size() != m || g_.storage_id.size() != m) return false;
-    if (!g_.device_index.empty() && g_.device_index.size() != m) return false;
+    if (!rules::one_per_entry(g_.shape_ptr.size() - 1, m, false) || !rules::one_per_entry(g_.dltype.size(), m, false) ||
+        !rules::one_per_entry(g_.storage_id.size(), m, false) || !rules::one_per_entry(g_.device_index.size(), m, true) ||
+        !rules::one_per_entry(g_.storage_scope.size(), m, true))
+      return false;
 
-    for (std::uint32_t e = 0; e < m; ++e) {
-      if (!checked_byte_size(g_.shape(e), g_.dltype[e])) return false;
-      // Negative ids wrap to large; ids past the entry count (valid, but rare) go to the other readers.
-      if (static_cast<std::uint32_t>(g_.storage_id[e]) >= m) return false;
-    }
+    // Each entry's rank, dimensions and dtype were checked as they were read.
+    for (std::uint32_t e = 0; e < m; ++e)
+      if (!rules::size_ok(g_.shape(e), g_.dltype[e]) || !rules::storage_id_ok(g_.storage_id[e])) return false;
     if (!g_.device_index.empty()) {
-      std::vector<std::uint8_t> device_of_storage(m, 0);
+      storage_first_entry first_on_storage(m);
       for (std::uint32_t e = 0; e < m; ++e) {
         const std::int32_t dev = g_.device_index[e];
-        if (dev <= 0 || dev > 64) return false;
-        std::uint8_t& first = device_of_storage[static_cast<std::uint32_t>(g_.storage_id[e])];
-        if (first == 0) {
-          first = static_cast<std::uint8_t>(dev);
-        } else if (first != dev) {
-          return false;
-        }
+        if (!rules::device_ok(dev) || g_.device_index[first_on_storage.first(g_.storage_id[e], e)] != dev) return false;
       }
     }
 
     for (const node_entry& h : g_.heads)
-      if (h.node_id >= n || h.index >= rows[h.node_id + 1] - rows[h.node_id]) return false;
+      if (!rules::in_range(h.node_id, n) || !rules::output_of(h.index, rows[h.node_id + 1] - rows[h.node_id])) return false;
 
-    if (!args_unique()) return false;
+    first_by_name arg_names(g_.arg_nodes.size());
+    for (std::size_t k = 0; k < g_.arg_nodes.size(); ++k) {
+      const std::uint32_t nid = g_.arg_nodes[k];
+      if (!rules::in_range(nid, n) || g_.func[nid] != compact_graph::no_func || arg_names.first(g_.name(nid), k) != k) return false;
+    }
 
     g_.funcs.reserve(func_views_.size());
     for (std::string_view f : func_views_) g_.funcs.emplace_back(f);
@@ -829,28 +1011,6 @@ class graph_scanner {
     fit(g_.inputs);
     fit(g_.dims);
     fit(g_.extras);
-    return true;
-  }
-
-  /// arg_nodes: in range, "null" nodes, with distinct names.
-  bool args_unique() {
-    const std::size_t n = g_.func.size();
-    const std::size_t count = g_.arg_nodes.size();
-    if (count == 0) return true;
-    std::size_t size = 16;
-    while (size < count * 2) size *= 2;
-    std::vector<std::uint32_t> slots(size, 0);
-    for (std::uint32_t nid : g_.arg_nodes) {
-      if (nid >= n || g_.func[nid] != compact_graph::no_func) return false;
-      const std::string_view name = g_.name(nid);
-      for (std::size_t h = hash(name) & (size - 1);; h = (h + 1) & (size - 1)) {
-        if (slots[h] == 0) {
-          slots[h] = nid + 1;
-          break;
-        }
-        if (g_.name(slots[h] - 1) == name) return false;
-      }
-    }
     return true;
   }
 
@@ -866,21 +1026,27 @@ class graph_scanner {
   const char* begin_;
   const char* last_ = nullptr;  // the text's last '}'
   compact_graph& g_;
+  metadata_reader read_metadata_;
   std::size_t est_nodes_ = 0, est_entries_ = 0;
   bool nodes_read_ = false, rows_given_ = false;
   std::vector<std::pair<std::string_view, std::string_view>> extra_;
+  std::vector<std::uint32_t> deps_;  // the node's control_deps
+  std::string scratch_;              // a string decoded for now (keep::now)
+  std::deque<std::string> node_kept_, graph_kept_;  // strings decoded for keep::node, keep::graph
   std::vector<std::string_view> func_views_;
   std::vector<std::uint32_t> slots_;
   std::string_view last_func_;
   std::uint32_t last_fid_ = 0;
+  bool last_func_raw_ = true;  // last_func_ is a view into the text
 };
 
 /// Reads `text` into `out` and checks it; true only if the document reader and
 /// validate() would accept the text and make the same compact graph. On false, `out`
-/// holds whatever was read before the scanner gave up.
-inline bool scan_graph(std::string_view text, compact_graph& out) {
+/// holds whatever was read before the scanner gave up. Without `read_metadata`, the
+/// scanner gives up on "metadata".
+inline bool scan_graph(std::string_view text, compact_graph& out, metadata_reader read_metadata = nullptr) {
   out = compact_graph();
-  return graph_scanner(text, out).run();
+  return graph_scanner(text, out, read_metadata).run();
 }
 
 }  // namespace detail

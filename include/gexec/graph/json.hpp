@@ -3,9 +3,8 @@
 // and validates it completely, so everything after load can trust every index in it;
 // to_json() writes it back in the form TVM v0.19 reads. Graphs in the form TVM writes
 // are scanned and checked in one pass into the compact form (detail/graph_scan.hpp);
-// text the scanner gives up on is read by Boost.JSON's streaming parser
-// (detail/graph_stream.hpp), and text that pass refuses is read again through a
-// document, which names what is wrong.
+// text the scanner gives up on is read again through a Boost.JSON document, by the
+// reader that names what is wrong.
 
 #include "../config.hpp"
 
@@ -25,7 +24,6 @@
 
 #include "../detail/byte_io.hpp"
 #include "../detail/graph_scan.hpp"
-#include "../detail/graph_stream.hpp"
 #include "../detail/json_path.hpp"
 #include "../detail/json_reader.hpp"
 #include "../dtype.hpp"
@@ -184,8 +182,8 @@ inline boost::json::value parse_json_text(std::string_view text, boost::json::st
 
 /// The graph as the document reader sees `json_text`: a Boost.JSON document first, then
 /// read from it, naming the JSON path of the first thing wrong. parse_graph() reads
-/// with detail::read_graph_stream and comes here only for what that reader gives up
-/// on (errors above all), so that every message comes from this one reader.
+/// with detail::scan_graph and comes here only for what the scanner gives up on
+/// (errors above all), so that every message comes from this one reader.
 inline graph read_graph_document(std::string_view json_text) {
   boost::json::monotonic_resource arena;
   boost::json::value doc = parse_json_text(json_text, &arena);
@@ -224,22 +222,48 @@ inline graph read_graph_document(std::string_view json_text) {
   return g;
 }
 
+/// The scanner's metadata_reader: the JSON value at the start of `text` as
+/// read_graph_document() keeps "metadata" (serialized), read by the same parser with the
+/// depth left to a value inside the graph object; false where the document reader
+/// would refuse the text (not JSON, a repeated key, too deep).
+inline bool read_metadata_value(std::string_view text, std::string& out, std::size_t& used) {
+  boost::json::parse_options options;
+  options.max_depth -= 1;  // the graph object is one level
+  boost::json::monotonic_resource arena;
+  boost::json::basic_parser<strict_json_handler> p(options);
+  p.handler().st.reset(&arena);
+  boost::system::error_code ec;
+  used = p.write_some(false, text.data(), text.size(), ec);
+  if (ec || !p.handler().duplicate_at.empty()) return false;
+  out = boost::json::serialize(p.handler().st.release());
+  return true;
+}
+
 }  // namespace detail
 
 /// Reads and validates TVM graph JSON. Throws gexec::error with errc::invalid_json for
 /// text that is not JSON, errc::invalid_graph, naming the JSON path, for the rest (a key
 /// repeated in an object included), and errc::out_of_memory if the graph does not fit.
+///
+/// Two readers, one set of checks. The one-pass scanner (detail/graph_scan.hpp) reads
+/// what TVM writes; whatever it gives up on, the document reader reads again and names
+/// the error. Both keep the rules of detail::graph_rules (graph/checks.hpp), check_graph
+/// for the document reader: what belongs to the graph alone (row pointers against
+/// num_outputs, inputs and control_deps from earlier nodes, outputs, heads and arg_nodes
+/// in range, arg_nodes distinct "null" nodes, one attribute per entry, ranks, dimensions,
+/// dtypes, sizes that do not overflow, non-negative storage ids, DLDeviceType devices and
+/// one device per storage id, printable names). What needs more than the graph is
+/// checked at plan time: make_plan (plan.hpp) checks "null" nodes missing from
+/// arg_nodes, __nop aliasing (outputs no more than inputs, no larger, on their device),
+/// __copy sizes and devices, the devices of kernel arguments, unknown kernels and,
+/// through the planner's checker (planners/planner.hpp), storage conflicts; the model
+/// (model.hpp) checks that params match the graph's inputs.
 inline validated_graph parse_graph(std::string_view json_text) try {
   {
     compact_graph c;
-    if (detail::scan_graph(json_text, c)) return detail::seal_checked(std::move(c));
+    if (detail::scan_graph(json_text, c, &detail::read_metadata_value)) return detail::seal_checked(std::move(c));
   }
-  graph g;
-  if (!detail::read_graph_stream(json_text, g)) {
-    g = graph();  // what the streaming reader read before it gave up
-    g = detail::read_graph_document(json_text);
-  }
-  return validate(std::move(g));
+  return validate(detail::read_graph_document(json_text));
 } catch (const std::bad_alloc&) {
   throw error(errc::out_of_memory, "graph: out of memory for the " + std::to_string(json_text.size()) + " bytes of JSON");
 }
