@@ -507,7 +507,7 @@ TEST_CASE("a graph file that cannot be read is an io error naming the path, neve
   CHECK_MESSAGE(r.find("cannot open graph file " + locked.string() + ": Permission denied") != std::string::npos, r);
 }
 
-// ---- the one-pass scanner (detail/graph_scan.hpp) ------------------------------------
+// ---- the one-pass scanner (graph/scanner.hpp) ------------------------------------
 
 namespace {
 

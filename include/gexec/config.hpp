@@ -5,7 +5,7 @@
 
 /// The version of these headers; CMake's project version is read from here.
 #define GEXEC_VERSION_MAJOR 0
-#define GEXEC_VERSION_MINOR 4
+#define GEXEC_VERSION_MINOR 5
 #define GEXEC_VERSION_PATCH 0
 #define GEXEC_VERSION (GEXEC_VERSION_MAJOR * 10000 + GEXEC_VERSION_MINOR * 100 + GEXEC_VERSION_PATCH)
 /// "MAJOR.MINOR.PATCH", spelled from the three numbers above so that it cannot drift.
@@ -17,7 +17,7 @@
 // Everything gexec defines lives in an inline namespace named after its version, so
 // two copies of gexec of different versions in one process (two plugins, say) never
 // share a symbol, a singleton or a thread pool by accident.
-#define GEXEC_ABI_NAMESPACE v0_4
+#define GEXEC_ABI_NAMESPACE v0_5
 #define GEXEC_NAMESPACE_BEGIN \
   namespace gexec {           \
   inline namespace GEXEC_ABI_NAMESPACE {

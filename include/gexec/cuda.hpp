@@ -18,8 +18,8 @@
 
 #include "backends/cpu.hpp"
 #include "cuda/backend.hpp"
-#include "cuda/driver.hpp"
 #include "cuda/cuda_graph.hpp"
+#include "cuda/driver.hpp"
 #include "cuda/kernels.hpp"
 #include "execution/parallel_streams.hpp"
 #include "executor.hpp"

@@ -34,10 +34,10 @@
 #include "error.hpp"
 #include "graph.hpp"
 #include "model.hpp"
-#include "params.hpp"
 #include "packed_c/binding.hpp"
 #include "packed_c/module.hpp"
 #include "packed_c/module_blob.hpp"
+#include "params.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {

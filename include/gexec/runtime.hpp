@@ -28,11 +28,11 @@
 #include <utility>
 #include <vector>
 
+#include "fwd.hpp"
+#include "packed_function.hpp"
 #include "runtime/env_registry.hpp"
 #include "runtime/run_context.hpp"
 #include "runtime/thread_pool.hpp"
-#include "fwd.hpp"
-#include "packed_function.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 

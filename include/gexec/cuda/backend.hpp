@@ -30,12 +30,12 @@
 #include <utility>
 #include <vector>
 
-#include "driver.hpp"
+#include "../backends/backend.hpp"
 #include "../detail/shape.hpp"
 #include "../device.hpp"
 #include "../error.hpp"
 #include "../ndarray.hpp"
-#include "../backends/backend.hpp"
+#include "driver.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 

@@ -20,9 +20,9 @@
 #include <cstdint>
 #include <string>
 
-#include "driver.hpp"
 #include "../device.hpp"
 #include "../execution/policy.hpp"
+#include "driver.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {

@@ -33,12 +33,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../runtime/env_registry.hpp"
 #include "../detail/last_error.hpp"
-#include "../runtime/run_context.hpp"
 #include "../error.hpp"
 #include "../packed_c/hooks.hpp"
 #include "../packed_c/module_blob.hpp"
+#include "../runtime/env_registry.hpp"
+#include "../runtime/run_context.hpp"
 #include "../tvm_abi.hpp"
 #include "driver.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 // The rules a graph must keep, written once as predicates over plain values, for both
 // readers of graph JSON: check_graph() (graph/data.hpp) turns a rule that fails into an
-// error naming the JSON path and the value; the one-pass scanner (detail/graph_scan.hpp)
+// error naming the JSON path and the value; the one-pass scanner (graph/scanner.hpp)
 // gives up on it and leaves the text to the document reader, which gives that error.
 // What planning checks (see parse_graph in graph/json.hpp) is not here.
 

@@ -2,7 +2,7 @@
 // TVM's graph-executor JSON: parse_graph() reads it into the graph of graph/data.hpp
 // and validates it completely, so everything after load can trust every index in it;
 // to_json() writes it back in the form TVM v0.19 reads. Graphs in the form TVM writes
-// are scanned and checked in one pass into the compact form (detail/graph_scan.hpp);
+// are scanned and checked in one pass into the compact form (graph/scanner.hpp);
 // text the scanner gives up on is read again through a Boost.JSON document, by the
 // reader that names what is wrong.
 
@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "../detail/byte_io.hpp"
-#include "../detail/graph_scan.hpp"
 #include "../detail/json_path.hpp"
 #include "../detail/json_reader.hpp"
 #include "../dtype.hpp"
 #include "../error.hpp"
 #include "data.hpp"
+#include "scanner.hpp"
 #include "validated.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -245,7 +245,7 @@ inline bool read_metadata_value(std::string_view text, std::string& out, std::si
 /// text that is not JSON, errc::invalid_graph, naming the JSON path, for the rest (a key
 /// repeated in an object included), and errc::out_of_memory if the graph does not fit.
 ///
-/// Two readers, one set of checks. The one-pass scanner (detail/graph_scan.hpp) reads
+/// Two readers, one set of checks. The one-pass scanner (graph/scanner.hpp) reads
 /// what TVM writes; whatever it gives up on, the document reader reads again and names
 /// the error. Both keep the rules of detail::graph_rules (graph/checks.hpp), check_graph
 /// for the document reader: what belongs to the graph alone (row pointers against

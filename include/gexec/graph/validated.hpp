@@ -69,7 +69,7 @@ inline validated_graph validate(graph g) {
 }
 
 namespace detail {
-/// Seals a compact graph that a reader has checked as check_graph would (graph_scan.hpp).
+/// Seals a compact graph that a reader has checked as check_graph would (scanner.hpp).
 inline validated_graph seal_checked(compact_graph c) {
   auto s = std::make_shared<validated_graph::state>();
   s->compact = std::move(c);

@@ -23,12 +23,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../runtime/env_registry.hpp"
 #include "../detail/last_error.hpp"
-#include "../runtime/run_context.hpp"
-#include "../runtime/thread_pool.hpp"
 #include "../detail/workspace.hpp"
 #include "../device.hpp"
+#include "../runtime/env_registry.hpp"
+#include "../runtime/run_context.hpp"
+#include "../runtime/thread_pool.hpp"
 #include "../tvm_abi.hpp"
 #include "loader.hpp"
 

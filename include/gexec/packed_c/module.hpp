@@ -31,13 +31,13 @@
 #include <vector>
 
 #include "../detail/byte_io.hpp"
-#include "../runtime/env_registry.hpp"
 #include "../error.hpp"
 #include "../load_progress.hpp"
 #include "../runtime.hpp"
+#include "../runtime/env_registry.hpp"
 #include "../tvm_abi.hpp"
-#include "hooks.hpp"
 #include "elf_check.hpp"
+#include "hooks.hpp"
 #include "loader.hpp"
 #include "module_blob.hpp"
 

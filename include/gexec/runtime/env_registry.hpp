@@ -26,10 +26,10 @@
 
 #include <pthread.h>
 
+#include "../detail/last_error.hpp"
 #include "../error.hpp"
 #include "../packed_function.hpp"
 #include "../tvm_abi.hpp"
-#include "../detail/last_error.hpp"
 #include "run_context.hpp"
 
 GEXEC_NAMESPACE_BEGIN

@@ -31,11 +31,11 @@
 #include <unistd.h>
 #endif
 
+#include "../detail/last_error.hpp"
+#include "../detail/workspace.hpp"
 #include "../error.hpp"
 #include "../tvm_abi.hpp"
-#include "../detail/last_error.hpp"
 #include "run_context.hpp"
-#include "../detail/workspace.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {

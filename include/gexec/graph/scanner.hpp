@@ -34,11 +34,11 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/shape.hpp"
 #include "../dtype.hpp"
-#include "../graph/checks.hpp"
-#include "../graph/compact.hpp"
 #include "../ndarray.hpp"
-#include "shape.hpp"
+#include "checks.hpp"
+#include "compact.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
