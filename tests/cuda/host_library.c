@@ -21,7 +21,7 @@
  * returns -1; a failed runtime call returns -1 with the runtime's message in place.
  */
 
-#include <dlpack/dlpack.h>
+#include "../tvm_c_abi.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -42,42 +42,20 @@
 /* Packed ABI                                                                 */
 /* ------------------------------------------------------------------------- */
 
-typedef union {
-  int64_t v_int64;
-  double v_float64;
-  void* v_handle;
-  const char* v_str;
-  DLDataType v_type;
-  DLDevice v_device;
-} TVMValue;
-
-enum {
-  CH_CODE_INT = 0,
-  CH_CODE_FLOAT = 2,
-  CH_CODE_OPAQUE_HANDLE = 3,
-  CH_CODE_NULL = 4,
-  CH_CODE_DLTENSOR = 7,
-  CH_CODE_NDARRAY = 13
-};
-
-/* Alignment that generated code assumes for every tensor's data pointer. */
-#define CH_ALIGNMENT 64
+#define CH_ALIGNMENT TVM_TEST_ALIGNMENT
 
 /* Context slots, filled by the loader before the first call. */
 CH_EXPORT void* __tvm_module_ctx = NULL;
 
-CH_EXPORT int (*__TVMFuncCall)(void* func, TVMValue* arg_values, int* type_codes, int num_args,
-                               TVMValue* ret_val, int* ret_type_code) = NULL;
+CH_EXPORT TVMFuncCallSlot __TVMFuncCall = NULL;
 
-CH_EXPORT void (*__TVMAPISetLastError)(const char* msg) = NULL;
+CH_EXPORT TVMAPISetLastErrorSlot __TVMAPISetLastError = NULL;
 
-CH_EXPORT int (*__TVMBackendGetFuncFromEnv)(void* mod_node, const char* func_name,
-                                            void** out) = NULL;
+CH_EXPORT TVMBackendGetFuncFromEnvSlot __TVMBackendGetFuncFromEnv = NULL;
 
-CH_EXPORT void* (*__TVMBackendAllocWorkspace)(int device_type, int device_id, uint64_t nbytes,
-                                              int dtype_code_hint, int dtype_bits_hint) = NULL;
+CH_EXPORT TVMBackendAllocWorkspaceSlot __TVMBackendAllocWorkspace = NULL;
 
-CH_EXPORT int (*__TVMBackendFreeWorkspace)(int device_type, int device_id, void* ptr) = NULL;
+CH_EXPORT TVMBackendFreeWorkspaceSlot __TVMBackendFreeWorkspace = NULL;
 
 /* ------------------------------------------------------------------------- */
 /* Errors                                                                     */
@@ -133,7 +111,7 @@ static int64_t ch_numel(const DLTensor* t) {
 static int ch_bind_tensor(const char* op, const TVMValue* args, const int* type_codes, int index,
                           const char* name, const ch_expect* want, DLTensor** out) {
   const int code = type_codes[index];
-  if (code != CH_CODE_DLTENSOR && code != CH_CODE_OPAQUE_HANDLE && code != CH_CODE_NDARRAY) {
+  if (code != kTVMDLTensorHandle && code != kTVMOpaqueHandle && code != kTVMNDArrayHandle) {
     return ch_arg_error(op, index, name,
                         "expected a DLTensor (type code 7, 3 or 13), got type code %d", code);
   }
@@ -238,7 +216,7 @@ static int ch_call(const char* op, void* func, TVMValue* values, int* codes, int
   if (call == NULL) return ch_error("%s: __TVMFuncCall is not set", op);
   TVMValue ret;
   ret.v_handle = NULL;
-  int ret_code = CH_CODE_NULL;
+  int ret_code = kTVMNullptr;
   return call(func, values, codes, num_args, &ret, &ret_code) != 0 ? -1 : 0;
 }
 
@@ -249,7 +227,7 @@ static int ch_set_device(const char* op, int device_id) {
   void* func = NULL;
   if (ch_env_func(op, &ch_set_device_func, "__tvm_set_device", &func) != 0) return -1;
   TVMValue values[2];
-  int codes[2] = {CH_CODE_INT, CH_CODE_INT};
+  int codes[2] = {kTVMArgInt, kTVMArgInt};
   values[0].v_int64 = kDLCUDA;
   values[1].v_int64 = device_id;
   return ch_call(op, func, values, codes, 2);
@@ -265,18 +243,18 @@ typedef struct {
 
 static void ch_push_handle(ch_launch* l, void* ptr) {
   l->values[l->count].v_handle = ptr;
-  l->codes[l->count++] = CH_CODE_OPAQUE_HANDLE;
+  l->codes[l->count++] = kTVMOpaqueHandle;
 }
 
 /* An integer argument or a launch value. */
 static void ch_push_int(ch_launch* l, int64_t v) {
   l->values[l->count].v_int64 = v;
-  l->codes[l->count++] = CH_CODE_INT;
+  l->codes[l->count++] = kTVMArgInt;
 }
 
 static void ch_push_float(ch_launch* l, double v) {
   l->values[l->count].v_float64 = v;
-  l->codes[l->count++] = CH_CODE_FLOAT;
+  l->codes[l->count++] = kTVMArgFloat;
 }
 
 /* Launches kernel `name` (its handle cached in *cache) with what `l` holds. */

@@ -7,7 +7,7 @@
  * Only the kernels, the data object, the context slots and __tvm_main__ are exported.
  */
 
-#include <dlpack/dlpack.h>
+#include "../tvm_c_abi.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -15,18 +15,9 @@
 
 #define HL_EXPORT __attribute__((visibility("default")))
 
-typedef union {
-  int64_t v_int64;
-  double v_float64;
-  void* v_handle;
-  const char* v_str;
-} TVMValue;
-
-enum { HL_CODE_INT = 0, HL_CODE_DLTENSOR = 7, HL_CODE_STR = 11 };
-
 HL_EXPORT void* __tvm_module_ctx = NULL;
-HL_EXPORT void (*__TVMAPISetLastError)(const char* msg) = NULL;
-HL_EXPORT int (*__TVMBackendGetFuncFromEnv)(void* mod_node, const char* func_name, void** out) = NULL;
+HL_EXPORT TVMAPISetLastErrorSlot __TVMAPISetLastError = NULL;
+HL_EXPORT TVMBackendGetFuncFromEnvSlot __TVMBackendGetFuncFromEnv = NULL;
 
 HL_EXPORT const char __tvm_main__[] = "getpid";
 
@@ -41,7 +32,7 @@ static int hl_fail(const char* message) {
 /* Binds two float32 tensors of one length: x, out. */
 static int hl_bind(const char* kernel, TVMValue* args, int* codes, int n, const float** x, float** out, int64_t* len) {
   (void)kernel;
-  if (n != 2 || codes[0] != HL_CODE_DLTENSOR || codes[1] != HL_CODE_DLTENSOR) return hl_fail("hostile: expected two tensors");
+  if (n != 2 || codes[0] != kTVMDLTensorHandle || codes[1] != kTVMDLTensorHandle) return hl_fail("hostile: expected two tensors");
   const DLTensor* a = (const DLTensor*)args[0].v_handle;
   const DLTensor* b = (const DLTensor*)args[1].v_handle;
   if (a->ndim != 1 || b->ndim != 1 || a->shape[0] != b->shape[0] || a->dtype.code != kDLFloat || a->dtype.bits != 32 ||
@@ -84,10 +75,10 @@ HL_EXPORT int hostile_cos(TVMValue* args, int* codes, int n, TVMValue* ret, int*
  * it handed out a handle. Calls nothing it is given. */
 HL_EXPORT int hostile_lookup(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code, void* resource) {
   (void)resource;
-  if (n != 1 || codes[0] != HL_CODE_STR) return hl_fail("hostile_lookup: expected one string");
+  if (n != 1 || codes[0] != kTVMStr) return hl_fail("hostile_lookup: expected one string");
   if (__TVMBackendGetFuncFromEnv == NULL) return hl_fail("hostile_lookup: __TVMBackendGetFuncFromEnv is not set");
   void* handle = NULL;
   ret->v_int64 = __TVMBackendGetFuncFromEnv(__tvm_module_ctx, args[0].v_str, &handle);
-  *ret_code = HL_CODE_INT;
+  *ret_code = kTVMArgInt;
   return 0;
 }

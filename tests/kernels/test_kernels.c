@@ -23,7 +23,7 @@
  * every check has passed.
  */
 
-#include <dlpack/dlpack.h>
+#include "../tvm_c_abi.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -46,35 +46,7 @@
 /* Packed ABI types                                                           */
 /* ------------------------------------------------------------------------- */
 
-typedef union {
-  int64_t v_int64;
-  double v_float64;
-  void* v_handle;
-  const char* v_str;
-  DLDataType v_type;
-  DLDevice v_device;
-} TVMValue;
-
-typedef struct {
-  void* sync_handle;
-  int32_t num_task;
-} TVMParallelGroupEnv;
-
-typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
-
-/* Argument type codes of the packed calling convention. */
-enum {
-  TK_CODE_INT = 0,
-  TK_CODE_UINT = 1,
-  TK_CODE_FLOAT = 2,
-  TK_CODE_OPAQUE_HANDLE = 3,
-  TK_CODE_NULL = 4,
-  TK_CODE_DLTENSOR = 7,
-  TK_CODE_NDARRAY = 13
-};
-
-/* Alignment that generated code assumes for every tensor's data pointer. */
-#define TK_ALIGNMENT 64
+#define TK_ALIGNMENT TVM_TEST_ALIGNMENT
 
 /* ------------------------------------------------------------------------- */
 /* Context slots, filled by the loader                                        */
@@ -82,23 +54,19 @@ enum {
 
 TK_EXPORT void* __tvm_module_ctx = NULL;
 
-TK_EXPORT int (*__TVMFuncCall)(void* func, TVMValue* arg_values, int* type_codes, int num_args,
-                               TVMValue* ret_val, int* ret_type_code) = NULL;
+TK_EXPORT TVMFuncCallSlot __TVMFuncCall = NULL;
 
-TK_EXPORT void (*__TVMAPISetLastError)(const char* msg) = NULL;
+TK_EXPORT TVMAPISetLastErrorSlot __TVMAPISetLastError = NULL;
 
-TK_EXPORT int (*__TVMBackendGetFuncFromEnv)(void* mod_node, const char* func_name,
-                                            void** out) = NULL;
+TK_EXPORT TVMBackendGetFuncFromEnvSlot __TVMBackendGetFuncFromEnv = NULL;
 
-TK_EXPORT void* (*__TVMBackendAllocWorkspace)(int device_type, int device_id, uint64_t nbytes,
-                                              int dtype_code_hint, int dtype_bits_hint) = NULL;
+TK_EXPORT TVMBackendAllocWorkspaceSlot __TVMBackendAllocWorkspace = NULL;
 
-TK_EXPORT int (*__TVMBackendFreeWorkspace)(int device_type, int device_id, void* ptr) = NULL;
+TK_EXPORT TVMBackendFreeWorkspaceSlot __TVMBackendFreeWorkspace = NULL;
 
-TK_EXPORT int (*__TVMBackendParallelLaunch)(FTVMParallelLambda flambda, void* cdata,
-                                            int num_task) = NULL;
+TK_EXPORT TVMBackendParallelLaunchSlot __TVMBackendParallelLaunch = NULL;
 
-TK_EXPORT int (*__TVMBackendParallelBarrier)(int task_id, TVMParallelGroupEnv* penv) = NULL;
+TK_EXPORT TVMBackendParallelBarrierSlot __TVMBackendParallelBarrier = NULL;
 
 /* Name of the library's entry function. */
 TK_EXPORT const char __tvm_main__[] = "test_add";
@@ -197,7 +165,7 @@ static int64_t tk_numel(const DLTensor* t) {
 static int tk_bind_tensor(const char* kernel, const TVMValue* args, const int* type_codes,
                           int index, const char* name, const tk_expect* want, DLTensor** out) {
   const int code = type_codes[index];
-  if (code != TK_CODE_DLTENSOR && code != TK_CODE_OPAQUE_HANDLE && code != TK_CODE_NDARRAY) {
+  if (code != kTVMDLTensorHandle && code != kTVMOpaqueHandle && code != kTVMNDArrayHandle) {
     return tk_arg_error(kernel, index, name,
                         "expected a DLTensor (type code 7, 3 or 13), got type code %d", code);
   }
@@ -765,14 +733,14 @@ TK_KERNEL(test_call_env) {
   TVMValue values[3];
   int codes[3];
   values[0].v_handle = t[0];
-  codes[0] = TK_CODE_DLTENSOR;
+  codes[0] = kTVMDLTensorHandle;
   values[1].v_handle = t[1];
-  codes[1] = TK_CODE_DLTENSOR;
+  codes[1] = kTVMDLTensorHandle;
   values[2].v_float64 = 3.0;
-  codes[2] = TK_CODE_FLOAT;
+  codes[2] = kTVMArgFloat;
   TVMValue ret;
   ret.v_handle = NULL;
-  int ret_code = TK_CODE_NULL;
+  int ret_code = kTVMNullptr;
   if (call(func, values, codes, 3, &ret, &ret_code) != 0) return -1;
   return 0;
 }
@@ -806,7 +774,7 @@ TK_KERNEL(test_call_own) {
   if (tk_env_func(kernel, &tk_own_func, "test_add_one", &func) != 0) return -1;
   TVMValue ret;
   ret.v_handle = NULL;
-  int ret_code = TK_CODE_NULL;
+  int ret_code = kTVMNullptr;
   return call(func, args, type_codes, 2, &ret, &ret_code) != 0 ? -1 : 0;
 }
 
