@@ -496,17 +496,7 @@ class graph_scanner {
     return true;
   }
 
-  bool u32_list(std::vector<std::uint32_t>& out) {
-    if (!eat('[')) return false;
-    if (peek(']')) return ++p_, true;
-    bool bad = false;
-    do {
-      std::uint32_t x = 0;
-      if (!u32(x)) return false;
-      out.push_back(x);
-    } while (next_or_close(']', bad));
-    return !bad;
-  }
+  bool u32_list(std::vector<std::uint32_t>& out) { return eat('[') && u32_list_tail(out); }
 
   bool heads() {
     if (!eat('[')) return false;
