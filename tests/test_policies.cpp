@@ -896,3 +896,28 @@ TEST_CASE("storage reuse in the step graph: every later value waits for the earl
     check_pairs(g.compact(), m.plan(), gexec::detail::make_step_graph(g.compact(), m.plan()));
   }
 }
+
+TEST_CASE("planners and execution policies by name: one helper for tools and configurations") {
+  CHECK(gexec::with_planner("as_compiled", [](auto p) { return std::is_same_v<decltype(p), gexec::as_compiled>; }));
+  CHECK(gexec::with_planner("liveness", [](auto p) { return std::is_same_v<decltype(p), gexec::liveness>; }));
+  CHECK(gexec::with_policy("sequential", [](auto p) { return std::is_same_v<decltype(p), gexec::sequential>; }));
+  CHECK(gexec::with_policy("parallel", [](auto p) { return std::is_same_v<decltype(p), gexec::parallel_branches>; }));
+  CHECK(gexec::is_planner_name("liveness"));
+  CHECK_FALSE(gexec::is_planner_name("Liveness"));
+  CHECK(gexec::is_policy_name("parallel"));
+  CHECK_FALSE(gexec::is_policy_name("parallel_branches"));
+  auto e = error_of([] { gexec::with_planner("greedy", [](auto) {}); });
+  CHECK(e.code() == gexec::errc::invalid_argument);
+  CHECK(contains(e, "planner \"greedy\" is not one gexec knows (as_compiled, liveness)"));
+  e = error_of([] { gexec::with_policy("", [](auto) {}); });
+  CHECK(contains(e, "execution policy \"\" is not one gexec knows (sequential, parallel)"));
+  // The planner chosen by name plans the model: liveness takes less than the compiled plan here.
+  const auto planned = [](std::string_view name) {
+    return gexec::with_planner(name, [](auto p) {
+      gexec::param_dict params;
+      params.set("p", tensor({n}, test::iota(n)));
+      return gexec::basic_model<host, gexec::pool_allocator, gexec::registry, decltype(p)>(branches_graph(false), kernels(), params).storage().planned;
+    });
+  };
+  CHECK(planned("liveness") < planned("as_compiled"));
+}

@@ -127,17 +127,13 @@ class model_state {
     options.runtime = settings_.num_threads > 0 ? gexec::runtime::create({.num_threads = settings_.num_threads})
                                                 : gexec::runtime::global().shared_from_this();
     if (settings_.num_threads > 0) gexec::contrib::register_sort_functions(*options.runtime);
-    if (settings_.planner == "liveness") {
-      auto m = load_model<gexec::basic_model<gexec::backends<gexec::cpu_backend>, gexec::pool_allocator, gexec::packed_c_abi, gexec::liveness>>(files, options);
+    gexec::with_planner(settings_.planner, [&](auto planner) {
+      using model_type = gexec::basic_model<gexec::backends<gexec::cpu_backend>, gexec::pool_allocator, gexec::packed_c_abi, decltype(planner)>;
+      auto m = load_model<model_type>(files, options);
       instantiate_ = [m] { return m.instantiate(); };
       param_bytes_ = m.param_bytes();
       activation_bytes_ = m.storage().planned;
-    } else {
-      auto m = load_model<gexec::model>(files, options);
-      instantiate_ = [m] { return m.instantiate(); };
-      param_bytes_ = m.param_bytes();
-      activation_bytes_ = m.storage().planned;
-    }
+    });
     spare_.emplace(instantiate_());  // describes the model, then serves the first instance
 
     std::vector<model_tensor> inputs, outputs;
@@ -180,8 +176,7 @@ class model_state {
   }
 
   void run(executor& ex) const {
-    if (settings_.execution_policy == "parallel") ex.run(gexec::parallel_branches{});
-    else ex.run();
+    gexec::with_policy(settings_.execution_policy, [&](auto policy) { ex.run(policy); });
   }
 
   [[nodiscard]] const std::string& name() const noexcept { return name_; }

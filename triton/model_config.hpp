@@ -18,6 +18,7 @@
 
 #include <gexec/dtype.hpp>
 #include <gexec/error.hpp>
+#include <gexec/execution/by_name.hpp>
 
 #include <boost/json.hpp>
 
@@ -186,10 +187,10 @@ inline settings read_settings(const json::object& config) {
       if (!n || *n < 0 || *n > 4096) config_error("parameter num_threads \"" + v + "\": expected a whole number 0..4096 (0: all cores)");
       s.num_threads = static_cast<int>(*n);
     } else if (key == "planner") {
-      if (v != "as_compiled" && v != "liveness") config_error("parameter planner \"" + v + "\": expected as_compiled or liveness");
+      if (!gexec::is_planner_name(v)) config_error("parameter planner \"" + v + "\": expected as_compiled or liveness");
       s.planner = v;
     } else if (key == "execution_policy") {
-      if (v != "sequential" && v != "parallel") config_error("parameter execution_policy \"" + v + "\": expected sequential or parallel");
+      if (!gexec::is_policy_name(v)) config_error("parameter execution_policy \"" + v + "\": expected sequential or parallel");
       s.execution_policy = v;
     } else {
       config_error("unknown parameter \"" + std::string(key) + "\" (gexec reads num_threads, planner and execution_policy)");

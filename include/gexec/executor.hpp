@@ -10,6 +10,7 @@
 #include "backends/cpu.hpp"        // device backends: the host
 #include "benchmark.hpp"           // TVM's time evaluator
 #include "binding/registry.hpp"    // op bindings: C++ kernels by name (registry, static_registry)
+#include "execution/by_name.hpp"          // planners and execution policies chosen by name
 #include "execution/parallel_branches.hpp"  // execution policies: independent steps at once
 #include "execution/parallel_streams.hpp"   //   independent branches on several streams of each device
 #include "execution/sequential.hpp"         //   the flat loop (default)

@@ -341,15 +341,13 @@ void write_text(const std::string& path, const std::string& text, const std::str
 
 template <class F>
 void run_with_policy(const options& o, executor_type& ex, F&& observer) {
-  if (o.policy == "parallel") ex.run(gexec::parallel_branches{}, observer);
-  else ex.run(gexec::sequential{}, observer);
+  gexec::with_policy(o.policy, [&](auto policy) { ex.run(policy, observer); });
 }
 
 void benchmark(const options& o, executor_type& ex) {
   gexec::benchmark_options b{.repeat = o.repeat, .number = o.number, .min_repeat_ms = o.min_repeat_ms,
                              .cooldown_interval_ms = o.cooldown_ms, .repeats_to_cooldown = o.repeats_to_cooldown};
-  const gexec::benchmark_result r = o.policy == "parallel" ? gexec::benchmark([&] { ex.run(gexec::parallel_branches{}); }, b)
-                                                           : gexec::benchmark(ex, b);
+  const gexec::benchmark_result r = gexec::with_policy(o.policy, [&](auto policy) { return gexec::benchmark([&] { ex.run(policy); }, b); });
   std::vector<double> sorted = r.results;
   std::sort(sorted.begin(), sorted.end());
   auto percentile = [&sorted](double p) {  // linear between closest ranks, as numpy.percentile
@@ -460,7 +458,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "threads of the kernels' thread pool (default: the cores this process may use)")->group("Execution");
   app.add_option("--device", o.device, "device to run on: cpu[:N] or cuda[:N] (default cpu); a graph that places entries on the host runs them there")->group("Execution");
   app.add_option("--policy", o.policy, "execution policy: sequential or parallel (independent branches at once)")
-      ->check(CLI::IsMember({"sequential", "parallel"}))->group("Execution");
+      ->check(CLI::IsMember(std::vector<std::string>(gexec::policy_names.begin(), gexec::policy_names.end())))->group("Execution");
   app.add_option("--progress", o.progress, "progress bar for large files: auto (when stdout is a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))->group("Execution");
   try {
