@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -162,45 +163,63 @@ struct plan {
 };
 
 
-/// Builds the plan for `vg`: places entries on `devices`, lays storage out with
-/// `planner` (and checks its answer), resolves every kernel name once through
-/// `binding`. Every error a run could meet for structural reasons is raised here.
-/// `backends` must outlive the plan (copy steps point at the backend that performs them).
-template <class Backends, op_binding Binding, storage_planner Planner = as_compiled>
-plan make_plan(const validated_graph& vg, const Binding& binding, const std::vector<DLDevice>& devices, Backends& backends,
-               const Planner& planner = {}) {
-  using detail::plan_fail;
-  const compact_graph& g = vg.compact();
-  plan p;
-  p.devices = devices;
-  const auto n_nodes = static_cast<std::uint32_t>(g.num_nodes());
-  const auto n_entries = static_cast<std::uint32_t>(g.num_entries());
+namespace detail {
 
-  // Devices: device_index holds a DLDeviceType per entry; absent, everything is on devices[0].
-  auto device_at = [&](std::uint32_t e) -> std::uint16_t {
-    int type = g.device_index.empty() ? devices[0].device_type : g.device_index[e];
-    for (std::size_t i = 0; i < devices.size(); ++i)
-      if (devices[i].device_type == type) return static_cast<std::uint16_t>(i);
-    plan_fail(errc::device_mismatch, g, g.node_of(e),
-              "output is placed on " + device_type_name(type) + ", but no " + device_type_name(type) + " device was given");
-  };
-  p.entry_device.resize(n_entries);
-  p.alias_root.resize(n_entries);
+/// What the phases of make_plan share: the graph and devices planned for, the backends
+/// that perform copies (they must outlive the plan), and the plan being built.
+template <class Backends>
+struct plan_build {
+  const compact_graph& g;
+  const std::vector<DLDevice>& devices;
+  Backends& backends;
+  plan& p;
+};
+
+inline std::optional<std::uint64_t> entry_bytes(const compact_graph& g, std::uint32_t e) {
+  return checked_byte_size(g.shape(e), g.dltype[e]);
+}
+
+/// Entry `e`'s dtype and shape, as error messages show them.
+inline std::string describe_entry(const compact_graph& g, std::uint32_t e) { return to_string(g.dltype[e]) + shape_to_string(g.shape(e)); }
+
+/// The index into `devices` of the device entry `e` is placed on (device_index holds a
+/// DLDeviceType per entry).
+inline std::uint16_t entry_device_index(const compact_graph& g, const std::vector<DLDevice>& devices, std::uint32_t e) {
+  const int type = g.device_index[e];
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    if (devices[i].device_type == type) return static_cast<std::uint16_t>(i);
+  plan_fail(errc::device_mismatch, g, g.node_of(e),
+            "output is placed on " + device_type_name(type) + ", but no " + device_type_name(type) + " device was given");
+}
+
+/// Phase 1: every entry on its device (without device_index, everything is on
+/// devices[0]) and, until a __nop says otherwise, its own alias root.
+template <class Backends>
+void place_entries(plan_build<Backends>& b) {
+  const auto n_entries = static_cast<std::uint32_t>(b.g.num_entries());
+  b.p.entry_device.resize(n_entries);
+  b.p.alias_root.resize(n_entries);
   for (std::uint32_t e = 0; e < n_entries; ++e) {
-    p.entry_device[e] = g.device_index.empty() ? 0 : device_at(e);
-    p.alias_root[e] = e;
+    b.p.entry_device[e] = b.g.device_index.empty() ? 0 : entry_device_index(b.g, b.devices, e);
+    b.p.alias_root[e] = e;
   }
-  auto byte_size = [&](std::uint32_t e) { return detail::checked_byte_size(g.shape(e), g.dltype[e]); };
+}
 
-  // Steps. Kernels resolved once per name, on first use.
-  const auto nop = std::find(g.funcs.begin(), g.funcs.end(), "__nop") - g.funcs.begin();
-  const auto copy = std::find(g.funcs.begin(), g.funcs.end(), "__copy") - g.funcs.begin();
+/// The graph's indices of its two built-in functions (past the end when absent).
+struct builtin_funcs {
+  std::ptrdiff_t nop;
+  std::ptrdiff_t copy;
+};
+
+/// Sizes the step arrays from one pass over the nodes, so that make_steps never reallocates.
+inline void reserve_steps(const compact_graph& g, builtin_funcs fs, plan& p) {
+  const auto n_nodes = static_cast<std::uint32_t>(g.num_nodes());
   std::size_t n_args = 0, n_flat = 0, n_steps = 0, n_calls = 0, max_args = 0;
   for (std::uint32_t nid = 0; nid < n_nodes; ++nid) {
     const std::uint32_t f = g.func[nid];
     if (f == compact_graph::no_func) continue;
-    n_steps += f == nop ? g.num_outputs(nid) : 1;
-    if (f == nop || f == copy) continue;
+    n_steps += f == fs.nop ? g.num_outputs(nid) : 1;
+    if (f == fs.nop || f == fs.copy) continue;
     const std::size_t args = g.node_inputs(nid).size() + g.num_outputs(nid);
     ++n_calls;
     n_args += args;
@@ -214,106 +233,151 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
   p.codes.assign(max_args, tc_dltensor);
   p.calls.reserve(n_calls);
   p.step_node.reserve(n_steps);
+}
 
-  auto append_step = [&](detail::step_kind kind, std::size_t index, std::uint16_t device, std::uint32_t nid) {
-    auto i = static_cast<std::uint32_t>(index);
-    const auto step = static_cast<std::uint32_t>(p.step_node.size());
-    p.step_node.push_back(nid);
-    if (!p.order.empty() && p.order.back().kind == kind && p.order.back().device == device && p.order.back().end == i) ++p.order.back().end;
-    else p.order.push_back({kind, device, i, i + 1, step});
-  };
-  auto describe = [&](std::uint32_t e) { return to_string(g.dltype[e]) + detail::shape_to_string(g.shape(e)); };
-  auto add_copy = [&](std::uint32_t nid, std::uint32_t from, std::uint32_t to) {
-    if (byte_size(from) != byte_size(to))
-      plan_fail(errc::shape_mismatch, g, nid, "copies " + describe(from) + " into " + describe(to) + ", which differs in size");
-    // A copy that touches a device is that device's backend's job, on its stream.
-    const DLDevice src = devices[p.entry_device[from]], dst = devices[p.entry_device[to]];
-    const bool dst_device = dst.device_type != kDLCPU;
-    const std::uint16_t device = dst_device ? p.entry_device[to] : p.entry_device[from];
-    if (src.device_type != kDLCPU && dst_device && src.device_type != dst.device_type)
-      plan_fail(errc::unsupported, g, nid, "copies between " + to_string(src) + " and " + to_string(dst));
-    copy_template step{from, to, nullptr, nullptr, device, !dst_device && src.device_type != kDLCPU, nid};
-    backends.visit(devices[device].device_type, [&](auto& b) {
-      step.fn = &detail::backend_copy<std::decay_t<decltype(b)>>;
-      step.backend = &b;
-    });
-    if (!step.fn) plan_fail(errc::device_mismatch, g, nid, "no backend copies to " + to_string(dst));
-    p.copies.push_back(step);
-    append_step(detail::step_kind::copy, p.copies.size() - 1, device, nid);
-  };
+/// Appends step `index` of `kind` to the run order, extending the last run where it can.
+inline void append_step(plan& p, step_kind kind, std::size_t index, std::uint16_t device, std::uint32_t nid) {
+  const auto i = static_cast<std::uint32_t>(index);
+  const auto step = static_cast<std::uint32_t>(p.step_node.size());
+  p.step_node.push_back(nid);
+  if (!p.order.empty() && p.order.back().kind == kind && p.order.back().device == device && p.order.back().end == i) ++p.order.back().end;
+  else p.order.push_back({kind, device, i, i + 1, step});
+}
 
+/// A copy step from entry `from` to entry `to`, for node `nid`.
+template <class Backends>
+void add_copy(plan_build<Backends>& b, std::uint32_t nid, std::uint32_t from, std::uint32_t to) {
+  const compact_graph& g = b.g;
+  plan& p = b.p;
+  if (entry_bytes(g, from) != entry_bytes(g, to))
+    plan_fail(errc::shape_mismatch, g, nid, "copies " + describe_entry(g, from) + " into " + describe_entry(g, to) + ", which differs in size");
+  // A copy that touches a device is that device's backend's job, on its stream.
+  const DLDevice src = b.devices[p.entry_device[from]], dst = b.devices[p.entry_device[to]];
+  const bool dst_device = dst.device_type != kDLCPU;
+  const std::uint16_t device = dst_device ? p.entry_device[to] : p.entry_device[from];
+  if (src.device_type != kDLCPU && dst_device && src.device_type != dst.device_type)
+    plan_fail(errc::unsupported, g, nid, "copies between " + to_string(src) + " and " + to_string(dst));
+  copy_template step{from, to, nullptr, nullptr, device, !dst_device && src.device_type != kDLCPU, nid};
+  b.backends.visit(b.devices[device].device_type, [&](auto& backend) {
+    step.fn = &backend_copy<std::decay_t<decltype(backend)>>;
+    step.backend = &backend;
+  });
+  if (!step.fn) plan_fail(errc::device_mismatch, g, nid, "no backend copies to " + to_string(dst));
+  p.copies.push_back(step);
+  append_step(p, step_kind::copy, p.copies.size() - 1, device, nid);
+}
+
+/// A __nop node is a reshape: output k aliases input k. TVM plans both onto one storage
+/// id, and then the step vanishes; a graph that does not gets a copy instead.
+template <class Backends>
+void add_nop(plan_build<Backends>& b, std::uint32_t nid) {
+  const compact_graph& g = b.g;
+  plan& p = b.p;
+  const auto inputs = g.node_inputs(nid);
+  const std::uint32_t n_out = g.num_outputs(nid);
+  if (n_out > inputs.size()) plan_fail(errc::invalid_graph, g, nid, "__nop has more outputs than inputs");
+  for (std::uint32_t k = 0; k < n_out; ++k) {
+    std::uint32_t in = g.entry_id(inputs[k]), out = g.entry_id(nid, k);
+    if (g.storage_id[in] == g.storage_id[out]) {
+      if (entry_bytes(g, out) > entry_bytes(g, in)) plan_fail(errc::shape_mismatch, g, nid, "__nop output is larger than the input it aliases");
+      if (p.entry_device[in] != p.entry_device[out]) plan_fail(errc::device_mismatch, g, nid, "__nop output is on another device than its input");
+      p.alias_root[out] = p.alias_root[in];
+    } else {
+      add_copy(b, nid, in, out);
+    }
+  }
+}
+
+/// Kernel `f` for node `nid`, resolved through `binding` the first time a node calls it.
+template <class Backends, class Binding>
+void resolve_kernel(plan_build<Backends>& b, const Binding& binding, std::vector<bool>& resolved, std::uint32_t nid, std::uint32_t f) {
+  if (!resolved[f]) {
+    try {
+      b.p.kernels[f] = binding.resolve(b.g.funcs[f]);
+    } catch (const error& e) {  // a symbol the binding refuses: say which node asked for it
+      plan_fail(e.code(), b.g, nid, std::string(e.message()));
+    }
+    resolved[f] = true;
+  }
+  if (!b.p.kernels[f])
+    plan_fail(errc::symbol_not_found, b.g, nid, "calls \"" + b.g.funcs[f] + "\", which " + binding.describe() + " does not provide");
+}
+
+/// Argument `k` (entry `eid`) of node `nid`'s call of kernel `f` is not on the kernel's device.
+template <class Backends>
+[[noreturn]] void fail_arg_device(const plan_build<Backends>& b, std::uint32_t nid, std::uint32_t f, std::uint32_t k, std::uint32_t eid,
+                                  std::uint16_t kernel_device) {
+  const compact_graph& g = b.g;
+  const std::size_t n_in = g.node_inputs(nid).size();
+  const std::string which = k < n_in ? "input " + std::to_string(k) + " (entry " + std::to_string(eid) + ", output of node \"" +
+                                           std::string(g.name(g.node_of(eid))) + "\")"
+                                     : "output " + std::to_string(k - n_in);
+  plan_fail(errc::device_mismatch, g, nid,
+            "kernel \"" + g.funcs[f] + "\" runs on " + to_string(b.devices[kernel_device]) + ", but its argument " + std::to_string(k) + ", " +
+                which + ", is on " + to_string(b.devices[b.p.entry_device[eid]]) + ": a __copy node must move it first");
+}
+
+/// A call step of kernel `f` for node `nid`: its inputs then its outputs as arguments.
+template <class Backends>
+void add_call(plan_build<Backends>& b, std::uint32_t nid, std::uint32_t f) {
+  const compact_graph& g = b.g;
+  plan& p = b.p;
+  const auto inputs = g.node_inputs(nid);
+  const auto n_in = static_cast<std::uint32_t>(inputs.size());
+  const std::uint32_t n_args = n_in + g.num_outputs(nid);
+  const auto first = static_cast<std::uint32_t>(p.arg_entry.size());
+  const bool flat = g.flatten_data(nid);
+  // A kernel runs on the device of its first output and is handed pointers there: every
+  // argument must live on that device (TVM's planner inserts __copy nodes where they
+  // do not; a graph from another tool may not).
+  const std::uint16_t kernel_device = p.entry_device[g.entry_id(nid, 0)];
+  for (std::uint32_t k = 0; k < n_args; ++k) {
+    const std::uint32_t eid = k < n_in ? g.entry_id(inputs[k]) : g.entry_id(nid, k - n_in);
+    if (p.entry_device[eid] != kernel_device) fail_arg_device(b, nid, f, k, eid, kernel_device);
+    if (flat) {
+      p.flat_args.push_back(static_cast<std::uint32_t>(p.arg_entry.size()));
+      p.flat_shapes.push_back(static_cast<std::int64_t>(*checked_numel(g.shape(eid))));
+    }
+    p.arg_entry.push_back(eid);
+  }
+  p.calls.push_back({f, first, n_args, nid});
+  append_step(p, step_kind::call, p.calls.size() - 1, kernel_device, nid);
+}
+
+/// Phase 2: the steps in node order (__nop aliases or copies, __copy copies, every other
+/// function a kernel call), each kernel name resolved once, on first use.
+template <class Backends, class Binding>
+void make_steps(plan_build<Backends>& b, const Binding& binding) {
+  const compact_graph& g = b.g;
+  const auto n_nodes = static_cast<std::uint32_t>(g.num_nodes());
+  const builtin_funcs fs{std::find(g.funcs.begin(), g.funcs.end(), "__nop") - g.funcs.begin(),
+                         std::find(g.funcs.begin(), g.funcs.end(), "__copy") - g.funcs.begin()};
+  reserve_steps(g, fs, b.p);
   std::vector<bool> listed_input(n_nodes, false);
   for (std::uint32_t nid : g.arg_nodes) listed_input[nid] = true;
   std::vector<bool> resolved(g.funcs.size(), false);
   for (std::uint32_t nid = 0; nid < n_nodes; ++nid) {
     const std::uint32_t f = g.func[nid];
-    const auto inputs = g.node_inputs(nid);
-    const std::uint32_t n_out = g.num_outputs(nid);
     if (f == compact_graph::no_func) {
       if (!listed_input[nid])
         plan_fail(errc::invalid_graph, g, nid, "is an input (op \"null\") missing from arg_nodes: nothing could ever give it a value");
-      continue;
+    } else if (f == fs.nop) {
+      add_nop(b, nid);
+    } else if (f == fs.copy) {
+      add_copy(b, nid, g.entry_id(g.node_inputs(nid)[0]), g.entry_id(nid, 0));
+    } else {
+      resolve_kernel(b, binding, resolved, nid, f);
+      add_call(b, nid, f);
     }
-    if (f == nop) {
-      // A reshape: output k aliases input k. TVM plans both onto one storage id, and then
-      // the step vanishes; a graph that does not gets a copy instead.
-      if (n_out > inputs.size()) plan_fail(errc::invalid_graph, g, nid, "__nop has more outputs than inputs");
-      for (std::uint32_t k = 0; k < n_out; ++k) {
-        std::uint32_t in = g.entry_id(inputs[k]), out = g.entry_id(nid, k);
-        if (g.storage_id[in] == g.storage_id[out]) {
-          if (byte_size(out) > byte_size(in)) plan_fail(errc::shape_mismatch, g, nid, "__nop output is larger than the input it aliases");
-          if (p.entry_device[in] != p.entry_device[out]) plan_fail(errc::device_mismatch, g, nid, "__nop output is on another device than its input");
-          p.alias_root[out] = p.alias_root[in];
-        } else {
-          add_copy(nid, in, out);
-        }
-      }
-      continue;
-    }
-    if (f == copy) {
-      add_copy(nid, g.entry_id(inputs[0]), g.entry_id(nid, 0));
-      continue;
-    }
-    if (!resolved[f]) {
-      try {
-        p.kernels[f] = binding.resolve(g.funcs[f]);
-      } catch (const error& e) {  // a symbol the binding refuses: say which node asked for it
-        plan_fail(e.code(), g, nid, std::string(e.message()));
-      }
-      resolved[f] = true;
-    }
-    if (!p.kernels[f])
-      plan_fail(errc::symbol_not_found, g, nid, "calls \"" + g.funcs[f] + "\", which " + binding.describe() + " does not provide");
-    const auto first = static_cast<std::uint32_t>(p.arg_entry.size());
-    const bool flat = g.flatten_data(nid);
-    // A kernel runs on the device of its first output and is handed pointers there: every
-    // argument must live on that device (TVM's planner inserts __copy nodes where they
-    // do not; a graph from another tool may not).
-    const std::uint16_t kernel_device = p.entry_device[g.entry_id(nid, 0)];
-    auto add_arg = [&](std::uint32_t eid) {
-      if (p.entry_device[eid] != kernel_device) {
-        const auto k = p.arg_entry.size() - first;
-        const std::string which = k < inputs.size() ? "input " + std::to_string(k) + " (entry " + std::to_string(eid) + ", output of node \"" +
-                                                          std::string(g.name(g.node_of(eid))) + "\")"
-                                                    : "output " + std::to_string(k - inputs.size());
-        plan_fail(errc::device_mismatch, g, nid,
-                  "kernel \"" + g.funcs[f] + "\" runs on " + to_string(devices[kernel_device]) + ", but its argument " + std::to_string(k) +
-                      ", " + which + ", is on " + to_string(devices[p.entry_device[eid]]) + ": a __copy node must move it first");
-      }
-      if (flat) {
-        p.flat_args.push_back(static_cast<std::uint32_t>(p.arg_entry.size()));
-        p.flat_shapes.push_back(static_cast<std::int64_t>(*detail::checked_numel(g.shape(eid))));
-      }
-      p.arg_entry.push_back(eid);
-    };
-    for (const node_entry& in : inputs) add_arg(g.entry_id(in));
-    for (std::uint32_t k = 0; k < n_out; ++k) add_arg(g.entry_id(nid, k));
-    p.calls.push_back({f, first, static_cast<std::uint32_t>(p.arg_entry.size()) - first, nid});
-    append_step(detail::step_kind::call, p.calls.size() - 1, p.entry_device[g.entry_id(nid, 0)], nid);
   }
+}
 
-  // Each alias group as a list from its root (an alias comes after what it aliases), and
-  // the flattened arguments made from each group.
+/// Phase 3: each alias group as a list from its root (an alias comes after what it
+/// aliases), and the flattened arguments made from each group.
+template <class Backends>
+void link_alias_groups(plan_build<Backends>& b) {
+  plan& p = b.p;
+  const auto n_entries = static_cast<std::uint32_t>(p.num_entries());
   bool aliased = false;
   for (std::uint32_t e = 0; e < n_entries && !aliased; ++e) aliased = p.alias_root[e] != e;
   if (aliased) {
@@ -329,15 +393,21 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
   for (std::size_t k = 0; k < p.flat_args.size(); ++k)
     p.flat_users.emplace_back(p.alias_root[p.arg_entry[p.flat_args[k]]], static_cast<std::uint32_t>(k));
   std::sort(p.flat_users.begin(), p.flat_users.end());
+}
 
-  // Storage: the alias groups with their lifetimes over the node order, laid out by the planner.
+/// The storage problem's values: one per alias group, alive from the node that makes
+/// it; value_of[e] becomes entry e's value.
+template <class Backends>
+storage_problem storage_values(const plan_build<Backends>& b, std::vector<std::uint32_t>& value_of) {
+  const compact_graph& g = b.g;
+  const plan& p = b.p;
+  const auto n_nodes = static_cast<std::uint32_t>(g.num_nodes());
   storage_problem problem;
   problem.num_nodes = n_nodes;
   problem.num_storage_ids = 0;
-  std::vector<std::uint32_t> value_of(n_entries, 0);
   {
     std::size_t n_values = 0;
-    for (std::uint32_t e = 0; e < n_entries; ++e) n_values += p.alias_root[e] == e;
+    for (std::uint32_t e = 0; e < p.num_entries(); ++e) n_values += p.alias_root[e] == e;
     problem.values.reserve(n_values);
   }
   for (std::uint32_t nid = 0; nid < n_nodes; ++nid)
@@ -350,13 +420,18 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
       value_of[e] = static_cast<std::uint32_t>(problem.values.size());
       storage_value v;
       v.root = e;
-      v.device = devices[p.entry_device[e]];
+      v.device = b.devices[p.entry_device[e]];
       v.bytes = p.alias_group_bytes(g, e);
       v.storage_id = g.storage_id[e];
       v.first = v.last = nid;
       problem.values.push_back(v);
     }
-  for (std::uint32_t nid = 0; nid < n_nodes; ++nid)
+  return problem;
+}
+
+/// Each value alive to its last use; the graph's inputs and outputs for the whole run.
+inline void value_lifetimes(const compact_graph& g, const std::vector<std::uint32_t>& value_of, storage_problem& problem) {
+  for (std::uint32_t nid = 0; nid < problem.num_nodes; ++nid)
     for (const node_entry& in : g.node_inputs(nid)) {
       storage_value& v = problem.values[value_of[g.entry_id(in)]];
       v.last = std::max(v.last, nid);
@@ -372,8 +447,19 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
     v.is_output = true;
     v.last = pinned_to_end;
   }
+}
+
+/// Phase 4: the alias groups laid out by the planner, its answer checked, each entry
+/// given its slot and offset, and the figures to compare planners by.
+template <class Backends, storage_planner Planner>
+void plan_storage(plan_build<Backends>& b, const Planner& planner) {
+  plan& p = b.p;
+  const auto n_entries = p.num_entries();
+  std::vector<std::uint32_t> value_of(n_entries, 0);
+  storage_problem problem = storage_values(b, value_of);
+  value_lifetimes(b.g, value_of, problem);
   storage_assignment placed = planner.plan(problem);
-  detail::check_assignment(problem, placed, std::is_same_v<Planner, as_compiled> ? "the graph's storage_id" : "the planner");
+  check_assignment(problem, placed, std::is_same_v<Planner, as_compiled> ? "the graph's storage_id" : "the planner");
   p.entry_slot.resize(n_entries);
   p.entry_offset.resize(n_entries);
   for (std::uint32_t e = 0; e < n_entries; ++e) {
@@ -384,6 +470,24 @@ plan make_plan(const validated_graph& vg, const Binding& binding, const std::vec
   p.figures.planned = activation_bytes(placed);
   p.figures.lower_bound = liveness_lower_bound(problem);
   p.storage = std::move(placed.slots);
+}
+
+}  // namespace detail
+
+/// Builds the plan for `vg`: places entries on `devices`, lays storage out with
+/// `planner` (and checks its answer), resolves every kernel name once through
+/// `binding`. Every error a run could meet for structural reasons is raised here.
+/// `backends` must outlive the plan (copy steps point at the backend that performs them).
+template <class Backends, op_binding Binding, storage_planner Planner = as_compiled>
+plan make_plan(const validated_graph& vg, const Binding& binding, const std::vector<DLDevice>& devices, Backends& backends,
+               const Planner& planner = {}) {
+  plan p;
+  p.devices = devices;
+  detail::plan_build<Backends> b{vg.compact(), devices, backends, p};
+  detail::place_entries(b);
+  detail::make_steps(b, binding);
+  detail::link_alias_groups(b);
+  detail::plan_storage(b, planner);
   return p;
 }
 
