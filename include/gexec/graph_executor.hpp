@@ -33,7 +33,6 @@
 #include <string_view>
 #include <thread>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -46,6 +45,7 @@
 #include "error.hpp"
 #include "execution/policy.hpp"
 #include "execution/sequential.hpp"
+#include "executor/bindings.hpp"
 #include "executor/instance_plan.hpp"
 #include "executor/model_state.hpp"
 #include "fwd.hpp"
@@ -122,8 +122,8 @@ class graph_executor {
     check_tensor("set_input_zero_copy", input_name(index), eid, value, true);
     if (model().plan.alias_group_bytes(model().compact(), eid) > value.byte_size())
       throw error(errc::shape_mismatch, "set_input_zero_copy \"" + input_name(index) + "\": a __nop alias of it is larger than the tensor");
-    refuse_overlap("set_input_zero_copy \"" + input_name(index) + "\"", value, bound_to::output);
-    bind(eid, value.data(), value.storage_owner(), bound_to::input);
+    self().bindings.refuse_overlap("set_input_zero_copy \"" + input_name(index) + "\"", value, bound_to::output);
+    self().bindings.bind(eid, value.data(), value.storage_owner(), bound_to::input);
     self().mark_set(static_cast<std::size_t>(index));
   }
   void set_input_zero_copy(std::string_view name, const ndarray& value) { set_input_zero_copy(require_input(name), value); }
@@ -227,7 +227,7 @@ class graph_executor {
       todo.push_back({eid, std::move(value)});
     }
     for (share& s : todo) {
-      bind(s.eid, s.value.data(), s.value.storage_owner(), bound_to::shared);
+      self().bindings.bind(s.eid, s.value.data(), s.value.storage_owner(), bound_to::shared);
       self().is_param[input_of(s.eid)] = true;
       self().mark_set(input_of(s.eid));
     }
@@ -264,24 +264,14 @@ class graph_executor {
     busy_guard g(self(), "set_output_zero_copy");
     std::uint32_t eid = output_entry(index);
     check_tensor("set_output_zero_copy", model().output_names[static_cast<std::size_t>(index)], eid, value, true);
-    refuse_overlap("set_output_zero_copy \"" + model().output_names[static_cast<std::size_t>(index)] + "\"", value, bound_to::input);
-    instance& s = self();
-    const std::uint32_t root = model().plan.alias_root[eid];
-    std::erase_if(s.output_copies, [&](const output_copy& c) { return c.index == index; });
-    if (s.binding[root] == bound_to::output && s.bound_output.at(root) == index) make_own(eid);  // rebinding this output
-    if (s.input_group[root] || s.binding[root] != bound_to::internal || model().plan.alias_group_bytes(model().compact(), eid) > value.byte_size()) {
-      s.output_copies.push_back({index, eid, value});
-    } else {
-      bind(eid, value.data(), value.storage_owner(), bound_to::output);
-      s.bound_output[root] = index;
-    }
+    self().bindings.refuse_overlap("set_output_zero_copy \"" + model().output_names[static_cast<std::size_t>(index)] + "\"", value, bound_to::input);
+    self().bindings.bind_output(index, eid, value, [this](std::uint32_t e) { return own_memory(e); });
   }
 
   /// A view of output `index` (valid until the next run changes it).
   [[nodiscard]] ndarray get_output(int index) const {
     std::uint32_t eid = output_entry(index);
-    for (const output_copy& c : self().output_copies)
-      if (c.index == index) return c.value;
+    if (const ndarray* copied = self().bindings.copied_output(index)) return *copied;
     synchronize_for(self().plan.entries[eid].device);
     return view_of(eid);
   }
@@ -290,8 +280,8 @@ class graph_executor {
     busy_guard g(self(), "copy_output_to");
     std::uint32_t eid = output_entry(index);
     check_tensor("copy_output_to", model().output_names[static_cast<std::size_t>(index)], eid, dst, false);
-    for (const output_copy& c : self().output_copies)  // what get_output returns
-      if (c.index == index) return copy_tensor(c.value.dltensor(), const_cast<DLTensor&>(dst.dltensor()));
+    if (const ndarray* copied = self().bindings.copied_output(index))  // what get_output returns
+      return copy_tensor(copied->dltensor(), const_cast<DLTensor&>(dst.dltensor()));
     if (self().plan.entries[eid].data == nullptr) reserve_own(eid);  // an input never set: its zeroed storage
     copy_tensor(self().plan.entries[eid], const_cast<DLTensor&>(dst.dltensor()));
   }
@@ -395,18 +385,8 @@ class graph_executor {
   template <class S>
   static constexpr char policy_state_tag = 0;
 
-  enum class bound_to : std::uint8_t {
-    internal,  ///< the executor's own storage (allocated on first use for input storage)
-    model,     ///< the model's parameter
-    shared,    ///< another executor's parameter (share_params)
-    input,     ///< the caller's tensor (set_input_zero_copy)
-    output,    ///< the caller's tensor (set_output_zero_copy)
-  };
-  struct output_copy {
-    int index;
-    std::uint32_t eid;
-    ndarray value;
-  };
+  using bound_to = zero_copy_bindings::bound_to;
+  using output_copy = zero_copy_bindings::output_copy;
 
   /// The executor's stream on one of the model's devices, type-erased: the backend's
   /// stream_type object, and how to wait for and release it.
@@ -446,15 +426,10 @@ class graph_executor {
     Allocator allocator;
     std::vector<std::shared_ptr<void>> storage;  ///< per storage slot: own memory, null until needed
     std::uint64_t own_bytes = 0;
-    std::vector<bound_to> binding;    ///< per alias root
-    std::unordered_map<std::uint32_t, int> bound_output;  ///< per alias root bound to an output: which
-    std::vector<bool> input_group;    ///< per alias root: holds a graph input
-    /// Per alias root bound to memory the executor does not own: what keeps it alive.
-    std::unordered_map<std::uint32_t, std::shared_ptr<const void>> owners;
+    zero_copy_bindings bindings;      ///< what each alias group is bound to; the outputs copied after a run
     std::vector<bool> is_param;       ///< per input index
     std::vector<bool> input_set;      ///< per input index: given a value (set, bound, loaded, shared)
     std::size_t unset_inputs = 0;
-    std::vector<output_copy> output_copies;
     bool inputs_ready = false;        ///< every input slot bound or allocated
     std::atomic<bool> busy{false};
     std::atomic<std::uint32_t> turn_next{0}, turn_now{0};  ///< run_in_turn's line: tickets given, ticket served
@@ -480,8 +455,7 @@ class graph_executor {
           plan(m.plan, m.compact()),
           allocator(m.allocator),
           storage(m.plan.storage.size()),
-          binding(m.plan.num_entries(), bound_to::internal),
-          input_group(m.plan.num_entries(), false),
+          bindings(m.plan, m.compact(), plan),
           is_param(m.compact().arg_nodes.size(), false),
           input_set(m.compact().arg_nodes.size(), false),
           unset_inputs(m.compact().arg_nodes.size()) {
@@ -518,17 +492,15 @@ class graph_executor {
       }
       for (std::size_t i = 0; i < m.compact().arg_nodes.size(); ++i) {
         const std::uint32_t root = p.alias_root[m.input_entry(i)];
-        input_group[root] = true;
+        bindings.mark_input(root);
         if (m.params[i].defined()) {
-          plan.bind_alias_group(p, root, m.params[i].data());
-          owners[root] = m.params[i].storage_owner();
-          binding[root] = bound_to::model;
+          bindings.bind(root, m.params[i].data(), m.params[i].storage_owner(), bound_to::model);
           is_param[i] = true;
           mark_set(i);
         }
       }
       for (std::uint32_t e = 0; e < p.num_entries(); ++e)
-        if (p.alias_root[e] == e && binding[e] == bound_to::internal && storage[m.storage_of(e)]) bind_own(p, e);
+        if (p.alias_root[e] == e && bindings.of(e) == bound_to::internal && storage[m.storage_of(e)]) bind_own(p, e);
     }
     instance(const instance&) = delete;
     instance& operator=(const instance&) = delete;
@@ -864,7 +836,7 @@ class graph_executor {
 
   void finish_run() {
     instance& s = self();
-    for (const output_copy& c : s.output_copies) copy_tensor(s.plan.entries[c.eid], const_cast<DLTensor&>(c.value.dltensor()));
+    for (const output_copy& c : s.bindings.output_copies()) copy_tensor(s.plan.entries[c.eid], const_cast<DLTensor&>(c.value.dltensor()));
   }
 
   /// Steps [begin, end) of the run order, on this thread: the flat loops over the step
@@ -970,31 +942,6 @@ class graph_executor {
                                             "the model's parameters); model_options::zero_unset_inputs runs them as zeros");
   }
 
-  /// Refuses a zero-copy tensor whose bytes overlap a tensor bound zero-copy the other
-  /// way (an input the graph writes into, or an output it reads as it writes).
-  void refuse_overlap(const std::string& what, const ndarray& value, bound_to other) const {
-    const instance& s = self();
-    const auto lo = reinterpret_cast<std::uintptr_t>(value.data());
-    const auto hi = lo + static_cast<std::uintptr_t>(value.byte_size());
-    for (std::uint32_t root = 0; root < s.binding.size(); ++root) {
-      if (s.binding[root] != other) continue;
-      const auto b = reinterpret_cast<std::uintptr_t>(s.plan.entries[root].data);
-      const auto e = b + static_cast<std::uintptr_t>(model().plan.alias_group_bytes(model().compact(), root));
-      if (lo < e && b < hi)
-        throw error(errc::invalid_argument, what + ": the tensor overlaps the one bound zero-copy to " +
-                                                (other == bound_to::input ? "an input" : "an output") + " (entry " + std::to_string(root) +
-                                                "); an input and an output may not share memory");
-    }
-    if (other != bound_to::output) return;
-    for (const output_copy& c : s.output_copies) {  // outputs that run() copies into the caller's tensor
-      const auto b = reinterpret_cast<std::uintptr_t>(c.value.data());
-      const auto e = b + static_cast<std::uintptr_t>(c.value.byte_size());
-      if (lo < e && b < hi)
-        throw error(errc::invalid_argument, what + ": the tensor overlaps the one bound zero-copy to output " + std::to_string(c.index) +
-                                                "; an input and an output may not share memory");
-    }
-  }
-
   [[noreturn]] void kernel_failed(std::uint32_t nid) const {
     std::string message = detail::take_last_error();
     const compact_graph& g = model().compact();
@@ -1003,16 +950,6 @@ class graph_executor {
   }
 
   // ---- storage and bindings ----------------------------------------------------------
-
-  /// Points `eid`'s alias group at `data` and records what it is bound to.
-  void bind(std::uint32_t eid, void* data, const std::shared_ptr<const void>& owner, bound_to to) const {
-    instance& s = self();
-    const std::uint32_t root = model().plan.alias_root[eid];
-    s.plan.bind_alias_group(model().plan, root, data);
-    s.owners[root] = owner;
-    s.binding[root] = to;
-    s.bound_output.erase(root);
-  }
 
   /// Allocates the executor's own memory for `eid`'s storage id, if it has none yet.
   /// Input storage is made only when something needs it; it starts zeroed.
@@ -1032,26 +969,25 @@ class graph_executor {
     // Groups on this storage id that use the executor's memory now have it.
     for (std::uint32_t i = m.input_roots_begin[sid]; i < m.input_roots_begin[sid + 1]; ++i) {
       const std::uint32_t root = m.input_roots[i];
-      if (s.binding[root] == bound_to::internal) s.bind_own(m.plan, root);
+      if (s.bindings.of(root) == bound_to::internal) s.bind_own(m.plan, root);
     }
     return buffer;
   }
-  /// Returns `eid`'s alias group to the executor's own memory.
-  void make_own(std::uint32_t eid) const {
+  /// The executor's own memory for `eid`'s alias group, allocated if it has none yet.
+  void* own_memory(std::uint32_t eid) const {
     reserve_own(eid);
     const std::uint32_t root = model().plan.alias_root[eid];
-    self().bind_own(model().plan, root);
-    self().owners.erase(root);
-    self().binding[root] = bound_to::internal;
-    self().bound_output.erase(root);
+    return static_cast<char*>(self().storage[model().plan.entry_slot[root]].get()) + model().plan.entry_offset[root];
   }
+  /// Returns `eid`'s alias group to the executor's own memory.
+  void make_own(std::uint32_t eid) const { self().bindings.give_back(eid, own_memory(eid)); }
   /// Before the first run: input storage no one bound or set gets zeroed memory.
   void allocate_unbound_inputs() {
     const model_state& m = model();
     instance& s = self();
     for (std::size_t sid = 0; sid < m.plan.storage.size(); ++sid)
       for (std::uint32_t i = m.input_roots_begin[sid]; i < m.input_roots_begin[sid + 1]; ++i)
-        if (s.binding[m.input_roots[i]] == bound_to::internal) {
+        if (s.bindings.of(m.input_roots[i]) == bound_to::internal) {
           reserve_own(m.input_roots[i]);
           break;
         }
@@ -1095,9 +1031,8 @@ class graph_executor {
     instance& s = self();
     if (s.plan.entries[eid].data == nullptr) reserve_own(eid);
     const std::uint32_t root = model().plan.alias_root[eid];
-    if (s.binding[root] == bound_to::internal) return ndarray::view(s.plan.entries[eid], s.storage[model().storage_of(eid)]);
-    auto it = s.owners.find(root);
-    return ndarray::view(s.plan.entries[eid], it == s.owners.end() ? nullptr : it->second);
+    if (s.bindings.of(root) == bound_to::internal) return ndarray::view(s.plan.entries[eid], s.storage[model().storage_of(eid)]);
+    return ndarray::view(s.plan.entries[eid], s.bindings.owner(root));
   }
 
   /// Checks `value` against entry `eid`: dtype, shape, and for zero-copy use the device,
