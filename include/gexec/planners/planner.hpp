@@ -163,6 +163,7 @@ inline void check_assignment(const storage_problem& p, const storage_assignment&
   using ending = std::pair<std::uint32_t, std::uint64_t>;                 // (last step, begin)
   std::priority_queue<ending, std::vector<ending>, std::greater<>> ends;
   for (auto& members : by_slot) {
+    if (members.size() < 2) continue;  // a value alone in its slot shares no byte (most slots as compiled)
     auto by_first = [&](std::uint32_t x, std::uint32_t y) { return p.values[x].first < p.values[y].first; };
     if (!std::is_sorted(members.begin(), members.end(), by_first)) std::sort(members.begin(), members.end(), by_first);  // mostly in order already
     live.clear();
