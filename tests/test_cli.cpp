@@ -390,6 +390,24 @@ TEST_CASE("--threads, --device, --policy and --progress") {
   CHECK(has(run_cli(split + " -i x=1 --device tpu"), "unknown device type \"tpu\""));
   CHECK(has(run_cli(split + " -i x=1 --device cpu:x"), "the device id must be a number"));
   CHECK(run_cli(split + " -i x=1 --policy random").status != 0);
+  // --planner: the same answer from either plan; --info names the planner and its figures.
+  check_close(printed(run_cli(split + " -i x=1 --planner liveness"), "softmax:0"), want);
+  check_close(printed(run_cli(single + " -i x=1 --planner liveness --policy parallel"), "softmax:0"), want);
+  const result ids = run_cli(split + " --info"), live = run_cli(split + " --info --planner liveness");
+  CHECK(has(ids, "storage planner as_compiled: "));
+  CHECK(has(live, "storage planner liveness: "));
+  const auto planned = [](const result& r) {
+    const auto at = r.out.find("storage planner ");
+    const auto colon = r.out.find(": ", at);
+    return std::stoull(r.out.substr(colon + 2));
+  };
+  const auto ids_of = [](const result& r) { return std::stoull(r.out.substr(r.out.find("storage ids: ") + 13)); };
+  CHECK(planned(ids) == ids_of(ids));    // as compiled: the plan is the graph's ids
+  CHECK(planned(live) <= ids_of(live));  // liveness never needs more than the ids
+  CHECK(ids_of(live) == ids_of(ids));
+  const result bad_planner = run_cli(split + " -i x=1 --planner greedy");
+  CHECK(bad_planner.status != 0);
+  CHECK(has(bad_planner, "--planner"));
   CHECK(has(run_cli(split + " -i x=1 --threads -2"), "--threads must be >= 0"));
   const result bar = run_cli(split + " -i x=1 --progress always");
   CHECK(bar.status == 0);

@@ -920,4 +920,31 @@ TEST_CASE("planners and execution policies by name: one helper for tools and con
     });
   };
   CHECK(planned("liveness") < planned("as_compiled"));
+  // The same choice as a value of the model (model_options::planner): one model type.
+  const auto planned_by_value = [](gexec::any_planner planner) {
+    gexec::param_dict params;
+    params.set("p", tensor({n}, test::iota(n)));
+    gexec::model_options o;
+    o.planner = std::move(planner);
+    gexec::basic_model<host, gexec::pool_allocator, gexec::registry> m(branches_graph(false), kernels(), params, o);
+    auto ex = m.instantiate();
+    ex.set_input("x", tensor({n}, test::iota(n)));
+    ex.run();
+    const auto out = ex.get_output(0).values<float>();
+    return std::pair(m.storage(), std::vector<float>(out.begin(), out.end()));
+  };
+  const auto [by_ids, out_ids] = planned_by_value({});
+  const auto [by_name, out_name] = planned_by_value(gexec::planner_named("liveness"));
+  const auto [by_type, out_type] = planned_by_value(gexec::liveness{});
+  CHECK(by_ids.planned == planned("as_compiled"));
+  CHECK(by_ids.planned == by_ids.as_compiled);
+  CHECK(by_name.planned == planned("liveness"));
+  CHECK(by_type.planned == by_name.planned);
+  CHECK(by_name.as_compiled == by_ids.as_compiled);
+  CHECK(out_name == out_ids);
+  CHECK(out_type == out_ids);
+  CHECK(gexec::planner_named("as_compiled").keeps_storage_ids());
+  CHECK_FALSE(gexec::planner_named("liveness").keeps_storage_ids());
+  CHECK_FALSE(static_cast<bool>(gexec::any_planner{}));
+  CHECK(contains(error_of([] { (void)gexec::planner_named("greedy"); }), "planner \"greedy\" is not one gexec knows"));
 }

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -99,11 +98,10 @@ model_files find_files(const fs::path& dir, const std::string& default_filename)
                                           (found.empty() ? "nothing" : found) + ")");
 }
 
-template <class Model>
-Model load_model(const model_files& f, const gexec::model_options& o) {
-  if (f.graph.empty()) return Model::load(f.library, o);
-  if (!f.params.empty()) return Model::load(f.graph, f.library, f.params, o);
-  return Model(gexec::load_graph_file(f.graph), gexec::packed_c_abi(o.runtime->load_module(f.library)), gexec::param_dict{}, o);
+gexec::model load_model(const model_files& f, const gexec::model_options& o) {
+  if (f.graph.empty()) return gexec::model::load(f.library, o);
+  if (!f.params.empty()) return gexec::model::load(f.graph, f.library, f.params, o);
+  return gexec::model(gexec::load_graph_file(f.graph), gexec::packed_c_abi(o.runtime->load_module(f.library)), gexec::param_dict{}, o);
 }
 
 class model_state {
@@ -127,14 +125,11 @@ class model_state {
     options.runtime = settings_.num_threads > 0 ? gexec::runtime::create({.num_threads = settings_.num_threads})
                                                 : gexec::runtime::global().shared_from_this();
     if (settings_.num_threads > 0) gexec::contrib::register_sort_functions(*options.runtime);
-    gexec::with_planner(settings_.planner, [&](auto planner) {
-      using model_type = gexec::basic_model<gexec::backends<gexec::cpu_backend>, gexec::pool_allocator, gexec::packed_c_abi, decltype(planner)>;
-      auto m = load_model<model_type>(files, options);
-      instantiate_ = [m] { return m.instantiate(); };
-      param_bytes_ = m.param_bytes();
-      activation_bytes_ = m.storage().planned;
-    });
-    spare_.emplace(instantiate_());  // describes the model, then serves the first instance
+    options.planner = gexec::planner_named(settings_.planner);
+    model_.emplace(load_model(files, options));
+    param_bytes_ = model_->param_bytes();
+    activation_bytes_ = model_->storage().planned;
+    spare_.emplace(model_->instantiate());  // describes the model, then serves the first instance
 
     std::vector<model_tensor> inputs, outputs;
     for (const gexec::tensor_info& t : spare_->get_input_info()) inputs.push_back({t.name, spare_->get_input_index(t.name), t.dtype, t.shape});
@@ -165,7 +160,7 @@ class model_state {
         spare_.reset();
         return e;
       }
-      return instantiate_();
+      return model_->instantiate();
     }();
     for (const served_tensor& t : layout_.inputs) {
       gexec::ndarray zeros = gexec::ndarray::empty(t.shape, t.dtype);
@@ -210,7 +205,7 @@ class model_state {
   std::uint64_t version_ = 0;
   settings settings_;
   serving_layout layout_;
-  std::function<executor()> instantiate_;
+  std::optional<gexec::model> model_;
   std::uint64_t param_bytes_ = 0, activation_bytes_ = 0;
   std::mutex mu_;
   std::optional<executor> spare_;

@@ -36,6 +36,7 @@
 #include "graph_executor.hpp"
 #include "load_progress.hpp"
 #include "params.hpp"
+#include "planners/any_planner.hpp"
 #include "runtime.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -55,6 +56,10 @@ struct model_options {
   std::uint64_t max_workspace_bytes = 0;
   /// run() with an input no one gave a value is an error; true runs it as zeros.
   bool zero_unset_inputs = false;
+  /// The storage planner, chosen at run time (a liveness{}, or planner_named("liveness")
+  /// from <gexec/execution/by_name.hpp>); none: the model's Planner template argument
+  /// (as_compiled, TVM's storage ids, unless the type names another).
+  any_planner planner = {};
   /// model::load(graph_file, library, params_file) hears of the bytes of the graph and
   /// parameter files read so far, of both together (see load_progress).
   load_progress progress = {};
@@ -108,7 +113,8 @@ class basic_model {
     if (s->devices.empty()) throw error(errc::invalid_argument, "model: no device given");
     for (const DLDevice& d : s->devices)
       if (!Backends::serves(d.device_type)) throw error(errc::device_mismatch, "model: no backend serves " + to_string(d));
-    s->plan = make_plan(s->graph, s->binding, s->devices, *s->backends, Planner{});
+    const any_planner planner = options.planner ? std::move(options.planner) : any_planner(Planner{});
+    s->plan = make_plan(s->graph, s->binding, s->devices, *s->backends, planner);
 
     const gexec::plan& p = s->plan;
     check_storage_fits(p);

@@ -30,6 +30,7 @@
 #include "detail/shape.hpp"
 #include "error.hpp"
 #include "graph/validated.hpp"
+#include "planners/any_planner.hpp"
 #include "planners/as_compiled.hpp"
 #include "planners/planner.hpp"
 #include "tvm_abi.hpp"
@@ -459,14 +460,15 @@ void plan_storage(plan_build<Backends>& b, const Planner& planner) {
   storage_problem problem = storage_values(b, value_of);
   value_lifetimes(b.g, value_of, problem);
   storage_assignment placed = planner.plan(problem);
-  check_assignment(problem, placed, std::is_same_v<Planner, as_compiled> ? "the graph's storage_id" : "the planner");
+  const bool as_ids = keeps_storage_ids(planner);
+  check_assignment(problem, placed, as_ids ? "the graph's storage_id" : "the planner");
   p.entry_slot.resize(n_entries);
   p.entry_offset.resize(n_entries);
   for (std::uint32_t e = 0; e < n_entries; ++e) {
     p.entry_slot[e] = placed.slot[value_of[e]];
     p.entry_offset[e] = placed.offset[value_of[e]];
   }
-  p.figures.as_compiled = std::is_same_v<Planner, as_compiled> ? activation_bytes(placed) : activation_bytes(as_compiled{}.plan(problem));
+  p.figures.as_compiled = as_ids ? activation_bytes(placed) : activation_bytes(as_compiled{}.plan(problem));
   p.figures.planned = activation_bytes(placed);
   p.figures.lower_bound = liveness_lower_bound(problem);
   p.storage = std::move(placed.slots);

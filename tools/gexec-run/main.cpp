@@ -48,6 +48,7 @@ struct options {
   int threads = 0;
   std::string device = "cpu";
   std::string policy = "sequential";
+  std::string planner = "as_compiled";
   double atol = 1e-4, rtol = 0;
   int print_limit = 16;
   std::string progress = "auto";
@@ -156,6 +157,7 @@ loaded load(const options& o) {
   mo.devices = {device};
   if (device.device_type != kDLCPU) mo.devices.push_back(gexec::cpu());
   mo.runtime = rt;
+  mo.planner = gexec::planner_named(o.planner);
   loaded l;
   if (!o.model.empty()) {
     {  // the embedded blob is read here, once; the factory below shares it
@@ -310,7 +312,7 @@ bool check_expected(const std::string& spec, loaded& l, const options& o) {
 
 // ---- modes ------------------------------------------------------------------------------
 
-void print_info(const loaded& l) {
+void print_info(const options& o, const loaded& l) {
   const gexec::graph& g = l.ex().get_graph();
   std::cout << "inputs:\n";
   for (const auto& i : l.ex().get_input_info())
@@ -330,6 +332,9 @@ void print_info(const loaded& l) {
             << "functions:";
   for (const auto& f : functions) std::cout << ' ' << f;
   std::cout << "\nactivation storage: " << l.ex().storage_bytes() << " bytes per executor\n";
+  const gexec::storage_figures& f = l.ex().get_plan().figures;
+  std::cout << "storage planner " << o.planner << ": " << f.planned << " bytes of activations (the graph's storage ids: " << f.as_compiled
+            << ", lower bound: " << f.lower_bound << ")\n";
 }
 
 void write_text(const std::string& path, const std::string& text, const std::string& flag) {
@@ -378,7 +383,7 @@ int run(const options& o) {
     std::cout << "wrote the graph to " << o.dot << '\n';
   }
   if (o.info) {
-    print_info(l);
+    print_info(o, l);
     return 0;
   }
   set_inputs(o, l);
@@ -459,6 +464,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device, "device to run on: cpu[:N] or cuda[:N] (default cpu); a graph that places entries on the host runs them there")->group("Execution");
   app.add_option("--policy", o.policy, "execution policy: sequential or parallel (independent branches at once)")
       ->check(CLI::IsMember(std::vector<std::string>(gexec::policy_names.begin(), gexec::policy_names.end())))->group("Execution");
+  app.add_option("--planner", o.planner, "storage planner: as_compiled (the graph's storage ids) or liveness (one arena per device)")
+      ->check(CLI::IsMember(std::vector<std::string>(gexec::planner_names.begin(), gexec::planner_names.end())))->group("Execution");
   app.add_option("--progress", o.progress, "progress bar for large files: auto (when stdout is a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))->group("Execution");
   try {

@@ -3,10 +3,9 @@
 // that take the choice from a command line or a configuration (gexec-run, the Triton
 // backend): one place knows the names, and no program writes its own switch.
 //
-//   gexec::with_planner("liveness", [&](auto planner) {
-//     auto m = gexec::basic_model<gexec::backends<gexec::cpu_backend>, gexec::pool_allocator,
-//                                 gexec::packed_c_abi, decltype(planner)>::load("model.so");
-//   });
+//   gexec::model_options o;
+//   o.planner = gexec::planner_named(name);        // a value of the model, not its type
+//   auto m = gexec::model::load("model.so", o);
 //   gexec::with_policy(name, [&](auto policy) { ex.run(policy); });
 
 #include "../config.hpp"
@@ -17,6 +16,7 @@
 #include <utility>
 
 #include "../error.hpp"
+#include "../planners/any_planner.hpp"
 #include "../planners/as_compiled.hpp"
 #include "../planners/liveness.hpp"
 #include "parallel_branches.hpp"
@@ -56,6 +56,12 @@ decltype(auto) with_planner(std::string_view name, F&& f) {
   if (name == "as_compiled") return std::forward<F>(f)(as_compiled{});
   if (name == "liveness") return std::forward<F>(f)(liveness{});
   detail::unknown_name("planner", name, planner_names);
+}
+
+/// The storage planner named `name`, as a value for model_options::planner;
+/// errc::invalid_argument, naming the choices, for a name not in planner_names.
+[[nodiscard]] inline any_planner planner_named(std::string_view name) {
+  return with_planner(name, [](auto planner) { return any_planner(planner); });
 }
 
 /// f(policy) with the execution policy named `name`; errc::invalid_argument, naming the
