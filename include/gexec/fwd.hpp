@@ -36,7 +36,7 @@ class registry;
 template <class... Kernels>
 class static_registry;
 
-template <class Backends = backends<cpu_backend>, class Allocator = pool_allocator, class Binding = packed_c_abi>
+template <class Backends = backends<cpu_backend>>
 class graph_executor;
 struct as_compiled;
 struct liveness;

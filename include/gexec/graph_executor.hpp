@@ -65,15 +65,12 @@ struct tensor_info {
   DLDataType dtype;
 };
 
-template <class Backends, class Allocator, class Binding>
+template <class Backends>
 class graph_executor {
   static_assert(is_backends_v<Backends>, "Backends must be gexec::backends<...> of device backends");
-  static_assert(Backends::template allocates_with<Allocator>,
-                "Allocator must provide allocate(shared_ptr<Backend>, DLDevice, span<const uint64_t>) for every backend");
-  static_assert(op_binding<Binding>, "Binding must provide resolve(name) -> packed_function and describe()");
 
  public:
-  using model_state = gexec::model_state<Backends, Allocator, Binding>;
+  using model_state = gexec::model_state<Backends>;
 
   /// An instance of `model` (see basic_model::instantiate): allocates its activations,
   /// and reads the model's parameters in place.
@@ -209,8 +206,8 @@ class graph_executor {
   /// Makes this executor read `other`'s memory for the parameters named in `blob` (only
   /// the names are read); takes no memory of its own for them. The memory stays valid
   /// after `other` is destroyed. Instances of one model share its parameters already.
-  template <class OB, class OA, class OBind>
-  void share_params(const graph_executor<OB, OA, OBind>& other, std::span<const std::byte> blob) {
+  template <class OB>
+  void share_params(const graph_executor<OB>& other, std::span<const std::byte> blob) {
     busy_guard g(self(), "share_params");
     struct share {
       std::uint32_t eid;
@@ -232,8 +229,8 @@ class graph_executor {
       self().mark_set(input_of(s.eid));
     }
   }
-  template <class OB, class OA, class OBind>
-  void share_params(const graph_executor<OB, OA, OBind>& other, std::string_view blob) {
+  template <class OB>
+  void share_params(const graph_executor<OB>& other, std::string_view blob) {
     share_params(other, detail::as_bytes(blob));
   }
 
@@ -423,7 +420,7 @@ class graph_executor {
     stream_set streams;
     std::vector<void*> stream_objects;   ///< per model device: streams[d].stream
     instance_plan plan;
-    Allocator allocator;
+    allocate_function<Backends> allocator;  ///< the model's, copied: an allocator with state has one per executor
     std::vector<std::shared_ptr<void>> storage;  ///< per storage slot: own memory, null until needed
     std::uint64_t own_bytes = 0;
     zero_copy_bindings bindings;      ///< what each alias group is bound to; the outputs copied after a run
@@ -453,7 +450,7 @@ class graph_executor {
         : streams(m.backends, make_streams(m)),
           stream_objects(stream_pointers(streams.list)),
           plan(m.plan, m.compact()),
-          allocator(m.allocator),
+          allocator(m.allocate),
           storage(m.plan.storage.size()),
           bindings(m.plan, m.compact(), plan),
           is_param(m.compact().arg_nodes.size(), false),
@@ -547,13 +544,7 @@ class graph_executor {
     }
 
     std::vector<std::shared_ptr<void>> allocate(const model_state& m, DLDevice d, std::span<const std::uint64_t> sizes) {
-      std::vector<std::shared_ptr<void>> buffers;
-      bool served = m.backends->visit(d.device_type, [&](auto& b) {
-        using B = std::decay_t<decltype(b)>;
-        buffers = allocator.allocate(std::shared_ptr<B>(m.backends, &b), d, sizes);
-      });
-      if (!served) throw error(errc::device_mismatch, "no backend serves " + to_string(d));
-      return buffers;
+      return allocator(m.backends, d, sizes);
     }
 
     static std::vector<device_stream> make_streams(const model_state& m) {

@@ -89,10 +89,15 @@ struct library_model;
 template <class Backends, class Allocator, class Binding, class Planner>
 class basic_model {
   static_assert(storage_planner<Planner>, "Planner must model gexec::storage_planner: plan(const storage_problem&) const -> storage_assignment");
+  static_assert(Backends::template allocates_with<Allocator>,
+                "Allocator must provide allocate(shared_ptr<Backend>, DLDevice, span<const uint64_t>) for every backend");
+  static_assert(op_binding<Binding>, "Binding must provide resolve(name) -> packed_function and describe()");
 
  public:
-  using executor = graph_executor<Backends, Allocator, Binding>;
-  using state = gexec::model_state<Backends, Allocator, Binding>;
+  /// The executor's type depends on the device backends alone: the binding resolves into
+  /// the plan, and the allocator and the planner are values of the model.
+  using executor = graph_executor<Backends>;
+  using state = gexec::model_state<Backends>;
 
   /// Validates the devices, plans storage and binds every kernel: a model that can be
   /// built runs without structural errors. `params` are copied once (or kept, when
@@ -101,11 +106,16 @@ class basic_model {
               Allocator allocator = {}) {
     auto s = std::make_shared<state>();
     s->graph = std::move(g);
-    s->binding = std::move(binding);
+    auto kernels = std::make_shared<const Binding>(std::move(binding));
     s->devices = std::move(options.devices);
     s->rt = options.runtime ? std::move(options.runtime) : runtime::global().shared_from_this();
     s->backends = std::make_shared<Backends>(std::move(backends));
-    s->allocator = std::move(allocator);
+    s->allocate = [a = std::move(allocator)](const std::shared_ptr<Backends>& bs, DLDevice d, std::span<const std::uint64_t> sizes) mutable {
+      std::vector<std::shared_ptr<void>> buffers;
+      if (!bs->visit(d.device_type, [&](auto& b) { buffers = a.allocate(std::shared_ptr<std::decay_t<decltype(b)>>(bs, &b), d, sizes); }))
+        throw error(errc::device_mismatch, "no backend serves " + to_string(d));
+      return buffers;
+    };
     s->max_storage_bytes = options.max_storage_bytes ? options.max_storage_bytes : detail::physical_memory();
     s->max_workspace_bytes = options.max_workspace_bytes ? options.max_workspace_bytes : detail::physical_memory();
     s->zero_unset_inputs = options.zero_unset_inputs;
@@ -114,7 +124,8 @@ class basic_model {
     for (const DLDevice& d : s->devices)
       if (!Backends::serves(d.device_type)) throw error(errc::device_mismatch, "model: no backend serves " + to_string(d));
     const any_planner planner = options.planner ? std::move(options.planner) : any_planner(Planner{});
-    s->plan = make_plan(s->graph, s->binding, s->devices, *s->backends, planner);
+    s->plan = make_plan(s->graph, *kernels, s->devices, *s->backends, planner);
+    s->binding = std::move(kernels);
 
     const gexec::plan& p = s->plan;
     check_storage_fits(p);
@@ -237,12 +248,7 @@ class basic_model {
   static ndarray allocate_like(state& s, const DLTensor& like) {
     const std::uint64_t bytes = *detail::checked_byte_size({like.shape, static_cast<std::size_t>(like.ndim)}, like.dtype);
     const std::uint64_t sizes[1] = {bytes};
-    std::shared_ptr<void> buffer;
-    bool served = s.backends->visit(like.device.device_type, [&](auto& b) {
-      using B = std::decay_t<decltype(b)>;
-      buffer = std::move(s.allocator.allocate(std::shared_ptr<B>(s.backends, &b), like.device, sizes)[0]);
-    });
-    if (!served) throw error(errc::device_mismatch, "no backend serves " + to_string(like.device));
+    std::shared_ptr<void> buffer = std::move(s.allocate(s.backends, like.device, sizes)[0]);
     DLTensor t = like;
     t.data = buffer.get();
     return ndarray::view(t, std::move(buffer));
@@ -271,17 +277,17 @@ struct graph_reader;
 /// <gexec/load.hpp>. To run many executors over one set of weights, build a
 /// model once and instantiate it instead.
 template <op_binding Binding>
-graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(const validated_graph& g, Binding kernels,
+graph_executor<> create(const validated_graph& g, Binding kernels,
                                                                       std::vector<DLDevice> devices = {cpu()}) {
   return basic_model<backends<cpu_backend>, pool_allocator, Binding>(g, std::move(kernels), detail::on_devices(std::move(devices))).instantiate();
 }
 template <op_binding Binding>
-graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(std::string_view graph_json, Binding kernels,
+graph_executor<> create(std::string_view graph_json, Binding kernels,
                                                                       std::vector<DLDevice> devices = {cpu()}) {
   return create(detail::graph_reader<Binding>::text(graph_json), std::move(kernels), std::move(devices));
 }
 template <op_binding Binding>
-graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(graph g, Binding kernels, std::vector<DLDevice> devices = {cpu()}) {
+graph_executor<> create(graph g, Binding kernels, std::vector<DLDevice> devices = {cpu()}) {
   return create(validate(std::move(g)), std::move(kernels), std::move(devices));
 }
 /// The graph read from a file (load_graph_file). Only a std::filesystem::path selects
@@ -290,7 +296,7 @@ graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(graph g, B
 /// create("{...}", kernels) parses text.
 template <class Path, op_binding Binding>
   requires std::same_as<Path, std::filesystem::path>
-graph_executor<backends<cpu_backend>, pool_allocator, Binding> create(const Path& graph_file, Binding kernels,
+graph_executor<> create(const Path& graph_file, Binding kernels,
                                                                       std::vector<DLDevice> devices = {cpu()}) {
   return create(detail::graph_reader<Binding>::file(graph_file), std::move(kernels), std::move(devices));
 }

@@ -12,4 +12,4 @@ struct raw_allocator {
 #endif
 };
 
-std::size_t size = sizeof(gexec::graph_executor<gexec::backends<gexec::cpu_backend>, raw_allocator, gexec::registry>);
+std::size_t size = sizeof(gexec::basic_model<gexec::backends<gexec::cpu_backend>, raw_allocator, gexec::registry>);

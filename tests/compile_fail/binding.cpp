@@ -8,4 +8,4 @@ struct lookup_table {
 #endif
 };
 
-std::size_t size = sizeof(gexec::graph_executor<gexec::backends<gexec::cpu_backend>, gexec::pool_allocator, lookup_table>);
+std::size_t size = sizeof(gexec::basic_model<gexec::backends<gexec::cpu_backend>, gexec::pool_allocator, lookup_table>);

@@ -8,7 +8,7 @@ struct before_only {
 #endif
 };
 
-void run(gexec::graph_executor<gexec::backends<gexec::cpu_backend>, gexec::pool_allocator, gexec::registry>& ex) {
+void run(gexec::graph_executor<>& ex) {
   before_only observer;
   ex.run(gexec::sequential{}, observer);
 }

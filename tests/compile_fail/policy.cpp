@@ -5,7 +5,7 @@ struct not_a_policy {
   void operator()() const {}
 };
 
-void run(gexec::graph_executor<gexec::backends<gexec::cpu_backend>, gexec::pool_allocator, gexec::registry>& ex) {
+void run(gexec::graph_executor<>& ex) {
 #ifdef GEXEC_COMPILE_FAIL
   ex.run(not_a_policy{});
 #else

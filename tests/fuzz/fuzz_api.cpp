@@ -61,7 +61,7 @@ constexpr int buffer_floats = 64;     // 256 bytes each
 constexpr int num_positions = 8;      // 32-byte positions in a buffer; even ones are 64-byte aligned
 constexpr int max_ops = 300;
 
-using executor = gexec::graph_executor<gexec::backends<gexec::cpu_backend>, gexec::pool_allocator, gexec::registry>;
+using executor = gexec::graph_executor<>;
 using compiled_model = gexec::basic_model<gexec::backends<gexec::cpu_backend>, gexec::pool_allocator, gexec::registry>;
 using liveness_model = gexec::basic_model<gexec::backends<gexec::cpu_backend>, gexec::pool_allocator, gexec::registry, gexec::liveness>;
 static_assert(std::is_same_v<compiled_model::executor, executor> && std::is_same_v<liveness_model::executor, executor>);

@@ -7,7 +7,9 @@
 #include <dlpack/dlpack.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -22,14 +24,23 @@
 
 GEXEC_NAMESPACE_BEGIN
 
-template <class Backends, class Allocator, class Binding>
+/// A model's storage allocator as a value: the buffers of `sizes` bytes on `device`, from
+/// the model's backends (see storage_allocator in backends/backend.hpp).
+template <class Backends>
+using allocate_function =
+    std::function<std::vector<std::shared_ptr<void>>(const std::shared_ptr<Backends>& backends, DLDevice device, std::span<const std::uint64_t> sizes)>;
+
+/// The state of a model over device backends `Backends`. The op binding and the storage
+/// allocator it was made with are values here, not parts of its type: the binding
+/// resolved every kernel into the plan, and is kept only so that what it loaded lives.
+template <class Backends>
 struct model_state {
   validated_graph graph;
-  Binding binding;
+  std::shared_ptr<const void> binding;  ///< what resolved the plan's kernels (a kernel library), kept alive
   std::vector<DLDevice> devices;
   std::shared_ptr<runtime> rt;
-  std::shared_ptr<Backends> backends;  // shared with the deleters of executors' storage
-  Allocator allocator;                 // copied into each executor
+  std::shared_ptr<Backends> backends;   // shared with the deleters of executors' storage
+  allocate_function<Backends> allocate;  ///< copied into each executor
   gexec::plan plan;
   /// Per input storage id, the alias groups (their root entries) living there (CSR).
   std::vector<std::uint32_t> input_roots_begin;
