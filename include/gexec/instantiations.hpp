@@ -13,11 +13,15 @@
 #include "model.hpp"
 
 /// GEXEC_DETAIL_INSTANTIATIONS(extern) declares them; with an empty argument, defines them.
-#define GEXEC_DETAIL_INSTANTIATIONS(how)                                                \
-  how template class graph_executor<backends<cpu_backend>, pool_allocator, packed_c_abi>; \
-  how template class basic_model<backends<cpu_backend>, pool_allocator, packed_c_abi>;    \
-  how template class graph_executor<backends<cpu_backend>, pool_allocator, registry>;     \
-  how template class basic_model<backends<cpu_backend>, pool_allocator, registry>;
+/// Of the model over a registry, the constructor alone: Clang instantiates model::load
+/// (for kernel libraries only) in an explicit instantiation of the whole class, though
+/// its constraint is not satisfied.
+#define GEXEC_DETAIL_INSTANTIATIONS(how)                                                  \
+  how template class graph_executor<backends<cpu_backend>, pool_allocator, packed_c_abi>;   \
+  how template class basic_model<backends<cpu_backend>, pool_allocator, packed_c_abi>;      \
+  how template class graph_executor<backends<cpu_backend>, pool_allocator, registry>;       \
+  how template basic_model<backends<cpu_backend>, pool_allocator, registry>::basic_model( \
+      validated_graph, registry, const param_dict&, model_options, backends<cpu_backend>, pool_allocator);
 
 #if !GEXEC_HEADER_ONLY()
 GEXEC_NAMESPACE_BEGIN
