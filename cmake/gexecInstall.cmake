@@ -4,6 +4,12 @@
 include(CMakePackageConfigHelpers)
 
 install(TARGETS gexec gexec_cuda EXPORT gexecTargets)
+if(TARGET gexec_compiled)
+  install(TARGETS gexec_compiled EXPORT gexecTargets COMPONENT devel)
+  set(_gexec_arch_independent "")
+else()
+  set(_gexec_arch_independent ARCH_INDEPENDENT)
+endif()
 install(DIRECTORY include/gexec DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devel)
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT devel)
 
@@ -11,9 +17,9 @@ set(GEXEC_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/gexec)
 install(EXPORT gexecTargets NAMESPACE gexec:: DESTINATION ${GEXEC_CMAKE_DIR} COMPONENT devel)
 configure_package_config_file(cmake/gexecConfig.cmake.in
   ${PROJECT_BINARY_DIR}/gexecConfig.cmake INSTALL_DESTINATION ${GEXEC_CMAKE_DIR})
-# Header-only: one package serves every architecture.
+# Headers only, one package serves every architecture; not with gexec::compiled.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/gexecConfigVersion.cmake
-  COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
+  COMPATIBILITY SameMinorVersion ${_gexec_arch_independent})
 install(FILES
   ${PROJECT_BINARY_DIR}/gexecConfig.cmake
   ${PROJECT_BINARY_DIR}/gexecConfigVersion.cmake

@@ -6,7 +6,9 @@
 #  - tvm_library.cpp: a TVM-compiled library through the umbrella (load_module, create,
 #    run), which needs everything.
 # Each is compiled (-c, no link) REPEAT times; the median wall and CPU seconds are
-# printed, with the ratio to the baseline measured in the same run.
+# printed, with the ratio to the baseline measured in the same run. A second table
+# sets compiled mode (gexec::compiled, which defines GEXEC_COMPILED) beside
+# header-only: tvm_library.cpp, and the umbrella header alone, in both modes.
 #
 #   benchmarks/compile/run.sh                      # g++ -O2, 3 runs each
 #   CXX=clang++ CXXFLAGS="-O2 -g" REPEAT=5 benchmarks/compile/run.sh
@@ -63,3 +65,26 @@ row "registry.cpp, narrow headers" "$n" "$wall" "$cpu"
 read -r n <<<"$(lines "$here/tvm_library.cpp")"
 read -r wall cpu <<<"$(seconds "$here/tvm_library.cpp")"
 row "tvm_library.cpp via executor.hpp" "$n" "$wall" "$cpu"
+
+# Compiled mode against header-only, measured in this run: the ratios are to the
+# header-only row above each compiled-mode row.
+echo '#include <gexec/executor.hpp>' >"$work/umbrella.cpp"
+read -r umbrella_lines <<<"$(lines "$work/umbrella.cpp")"
+read -r umbrella_compiled_lines <<<"$(lines "$work/umbrella.cpp" -DGEXEC_COMPILED)"
+read -r tvm_compiled_lines <<<"$(lines "$here/tvm_library.cpp" -DGEXEC_COMPILED)"
+read -r tvm_compiled_wall tvm_compiled_cpu <<<"$(seconds "$here/tvm_library.cpp" -DGEXEC_COMPILED)"
+mode_row() {
+  local name=$1 n=$2 wall=$3 cpu=$4 ref_lines=$5 ref_wall=$6
+  if [ "$wall" = - ]; then
+    printf '%-40s %10d %9s %9s %8.2f %8s\n' "$name" "$n" - - "$(awk -v a="$n" -v b="$ref_lines" 'BEGIN { print a / b }')" -
+  else
+    printf '%-40s %10d %9.2f %9.2f %8.2f %8.2f\n' "$name" "$n" "$wall" "$cpu" "$(awk -v a="$n" -v b="$ref_lines" 'BEGIN { print a / b }')" \
+      "$(awk -v a="$wall" -v b="$ref_wall" 'BEGIN { print a / b }')"
+  fi
+}
+echo
+printf '%-40s %10s %9s %9s %8s %8s\n' "compiled mode (-DGEXEC_COMPILED)" lines wall_s cpu_s lines/h wall/h
+mode_row "tvm_library.cpp, header-only" "$n" "$wall" "$cpu" "$n" "$wall"
+mode_row "tvm_library.cpp, compiled mode" "$tvm_compiled_lines" "$tvm_compiled_wall" "$tvm_compiled_cpu" "$n" "$wall"
+mode_row "<gexec/executor.hpp>, header-only" "$umbrella_lines" - - "$umbrella_lines" -
+mode_row "<gexec/executor.hpp>, compiled mode" "$umbrella_compiled_lines" - - "$umbrella_lines" -

@@ -8,9 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
-#include <numeric>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -31,6 +29,11 @@ struct benchmark_result {
   std::vector<double> results;
   double mean = 0, median = 0, std = 0, min = 0, max = 0;
 };
+
+namespace detail {
+/// Fills the mean, median, deviation, min and max of r.results.
+GEXEC_DECL void summarize(benchmark_result& r);
+}  // namespace detail
 
 template <class F>
   requires std::is_invocable_v<F&>
@@ -66,18 +69,7 @@ benchmark_result benchmark(F&& f, benchmark_options opt = {}) {
     } while (ms < opt.min_repeat_ms && zero_times < opt.limit_zero_time_iterations && !at_cap);
     r.results.push_back(ms / 1e3 / static_cast<double>(number));
   }
-  if (r.results.empty()) return r;
-  std::vector<double> sorted = r.results;
-  std::sort(sorted.begin(), sorted.end());
-  const auto n = static_cast<double>(sorted.size());
-  r.min = sorted.front();
-  r.max = sorted.back();
-  // The exact mean lies in [min, max]; summing can round it just outside.
-  r.mean = std::clamp(std::accumulate(sorted.begin(), sorted.end(), 0.0) / n, r.min, r.max);
-  r.median = sorted.size() % 2 ? sorted[sorted.size() / 2] : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
-  double var = 0;
-  for (double x : sorted) var += (x - r.mean) * (x - r.mean);
-  r.std = std::sqrt(var / n);
+  detail::summarize(r);
   return r;
 }
 
@@ -89,3 +81,7 @@ benchmark_result benchmark(Executor& ex, benchmark_options opt = {}) {
 }
 
 GEXEC_NAMESPACE_END
+
+#if GEXEC_HEADER_ONLY()
+#include "benchmark_impl.hpp"
+#endif

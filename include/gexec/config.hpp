@@ -34,3 +34,18 @@
 #endif
 #define BOOST_DLL_USE_STD_FS 1
 #endif
+
+// Compiled mode (the CMake target gexec::compiled sets GEXEC_COMPILED for the library
+// and its users): the functions that need Boost.JSON or Boost.DLL, and the common
+// instantiations of the model and executor, are compiled once in the library; headers
+// declare them and leave Boost out. Header-only (the default) defines everything in the
+// headers. One program uses one mode. A header X.hpp with such functions declares them
+// with GEXEC_DECL; X_impl.hpp defines them, included by X.hpp when header-only and by
+// the library's sources (src/) when compiled.
+#ifdef GEXEC_COMPILED
+#define GEXEC_HEADER_ONLY() 0
+#define GEXEC_DECL
+#else
+#define GEXEC_HEADER_ONLY() 1
+#define GEXEC_DECL inline
+#endif

@@ -17,6 +17,7 @@
 #include "function_registry.hpp"   // functions kernels look up at run time
 #include "graph.hpp"               // the graph: data, validation, TVM's JSON, graphs built in C++
 #include "graph_executor.hpp"      // graph_executor: one instance of a model
+#include "instantiations.hpp"      // in compiled mode, what gexec::compiled instantiates
 #include "load.hpp"                // TVM-compiled libraries (packed C ABI): load_module, create(json, lib),
                                    //   model::load, single-file libraries (load_factory)
 #include "model.hpp"               // model: graph + kernels + plan + parameters; create()

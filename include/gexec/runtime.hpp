@@ -98,7 +98,7 @@ class runtime : public std::enable_shared_from_this<runtime> {
 
   /// Loads a kernel library and keeps it loaded for as long as this runtime lives.
   /// Defined in <gexec/packed_c/module.hpp>.
-  inline module load_module(const std::filesystem::path& path);
+  GEXEC_DECL module load_module(const std::filesystem::path& path);
 
   /// The context run() installs for compiled code on this runtime.
   [[nodiscard]] detail::run_context context() noexcept {

@@ -38,8 +38,8 @@ const std::vector<layer> layers = {
     {"kernels: how a func_name becomes a callable", {"binding/", "packed_c/"}},
     {"the plan: storage and steps as indices", {"planners/", "plan.hpp"}},
     {"one executor's machinery", {"executor/"}},
-    {"running: policies, observers, the model and the TVM API", {"execution/", "observers/", "model.hpp", "graph_executor.hpp", "benchmark.hpp", "load.hpp"}},
-    {"opt-in wings and umbrellas", {"debug/", "contrib/", "cuda/", "debug.hpp", "cuda.hpp", "executor.hpp"}},
+    {"running: policies, observers, the model and the TVM API", {"execution/", "observers/", "model.hpp", "graph_executor.hpp", "benchmark.hpp", "benchmark_impl.hpp", "load.hpp", "load_impl.hpp"}},
+    {"opt-in wings and umbrellas", {"debug/", "contrib/", "cuda/", "debug.hpp", "cuda.hpp", "executor.hpp", "instantiations.hpp"}},
 };
 
 int layer_of(const std::string& rel) {

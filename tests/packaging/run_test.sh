@@ -57,7 +57,8 @@ install_headers() {
               -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON)
   step "$CMAKE" -S "$src" -B "$work/plain" "${hide[@]}"
   grep -q "tests/ left out: it needs doctest" "$work/step.log" || { cat "$work/step.log"; echo "FAILED: tests/ not left out"; exit 1; }
-  step "$CMAKE" -S "$src" -B "$work/build" -DGEXEC_BUILD_TESTS=OFF -DGEXEC_BUILD_EXAMPLES=OFF -DGEXEC_BUILD_BENCHMARKS=OFF "${hide[@]}"
+  step "$CMAKE" -S "$src" -B "$work/build" -DGEXEC_BUILD_TESTS=OFF -DGEXEC_BUILD_EXAMPLES=OFF -DGEXEC_BUILD_BENCHMARKS=OFF \
+    -DGEXEC_BUILD_COMPILED=OFF "${hide[@]}"
   rm -rf "$prefix"
   step "$CMAKE" --install "$work/build" --prefix "$prefix"
   need_file "$prefix/include/gexec/executor.hpp"
@@ -88,7 +89,16 @@ install_tree() {
     grep -q "0.400786 0.336452 0.262762" <<<"$out" || { echo "FAILED: gexec-run gave the wrong output"; exit 1; }
     tools="bin/gexec-run runs the MLP"
   fi
-  echo "install tree ok: lib/gexec/libgexec_test_kernels.so, $tools"
+  # gexec::compiled, where this build tree has it, consumed from the install.
+  local compiled="gexec::compiled not built"
+  if grep -q "gexec::compiled" "$installed/lib/cmake/gexec/gexecTargets.cmake"; then
+    local consumed
+    consumed=$(consumer "$work/consumer" -DGEXEC_CONSUME=find_package "-DCMAKE_PREFIX_PATH=$installed" -DGEXEC_CONSUMER_COMPILED=ON)
+    echo "$consumed"
+    grep -q "consumer ok: y = 2 3.5" <<<"$consumed" || { echo "FAILED: the consumer of gexec::compiled"; exit 1; }
+    compiled="a consumer of gexec::compiled runs"
+  fi
+  echo "install tree ok: lib/gexec/libgexec_test_kernels.so, $tools, $compiled"
 }
 
 # find_package(gexec) of the installed headers.

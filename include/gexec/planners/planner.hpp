@@ -24,7 +24,6 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -161,16 +160,19 @@ inline void check_assignment(const storage_problem& p, const storage_assignment&
   // share a byte with it. O(log n) a value, however many are live at once.
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>> live;  // begin -> (end, value)
   using ending = std::pair<std::uint32_t, std::uint64_t>;                 // (last step, begin)
-  std::priority_queue<ending, std::vector<ending>, std::greater<>> ends;
+  std::vector<ending> ends;  // a min-heap on the last step (std::push_heap with std::greater)
   for (auto& members : by_slot) {
     if (members.size() < 2) continue;  // a value alone in its slot shares no byte (most slots as compiled)
     auto by_first = [&](std::uint32_t x, std::uint32_t y) { return p.values[x].first < p.values[y].first; };
     if (!std::is_sorted(members.begin(), members.end(), by_first)) std::sort(members.begin(), members.end(), by_first);  // mostly in order already
     live.clear();
-    ends = {};
+    ends.clear();
     for (std::uint32_t i : members) {
       const storage_value& v = p.values[i];
-      for (; !ends.empty() && ends.top().first < v.first; ends.pop()) live.erase(ends.top().second);
+      for (; !ends.empty() && ends.front().first < v.first; ends.pop_back()) {
+        live.erase(ends.front().second);
+        std::pop_heap(ends.begin(), ends.end(), std::greater<>());
+      }
       const std::uint64_t lo = a.offset[i], hi = lo + std::max<std::uint64_t>(v.bytes, 1);
       auto next = live.lower_bound(lo);
       std::uint32_t clash = UINT32_MAX;
@@ -181,7 +183,8 @@ inline void check_assignment(const storage_problem& p, const storage_assignment&
         fail(name(i) + " and " + name(clash) + " share memory while both are live" + (u.is_input && v.is_input ? " (two graph inputs)" : ""));
       }
       live.emplace(lo, std::make_pair(hi, i));
-      ends.emplace(v.last, lo);
+      ends.emplace_back(v.last, lo);
+      std::push_heap(ends.begin(), ends.end(), std::greater<>());
     }
   }
 }

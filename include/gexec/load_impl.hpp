@@ -1,0 +1,100 @@
+#pragma once
+// The definitions of load.hpp that are not templates. Included by load.hpp in
+// header-only mode and by src/gexec.cpp in compiled mode.
+
+#include "load.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "packed_c/module_impl.hpp"
+
+GEXEC_NAMESPACE_BEGIN
+namespace detail {
+
+/// Parsed once per loaded library and shared by every model and factory made from it,
+/// so N loads of one model.so hold one copy of its weights. `progress` hears of the
+/// bytes of the embedded blob read (all at once when it was parsed before).
+GEXEC_DECL std::shared_ptr<const embedded_factory> read_embedded_factory(const module& lib, const load_progress* progress) {
+  if (!lib) throw error(errc::invalid_argument, "read_embedded_factory: no module");
+  module_state& state = *lib.state_;
+  std::lock_guard g(state.embedded_mu);
+  const std::string where = lib.path().string();
+  auto symbol = lib.data_symbol("__tvm_dev_mblob");
+  if (auto cached = state.embedded.lock()) {
+    if (progress && *progress) {  // read before: all of the payload at once
+      std::uint64_t length = 0;
+      std::memcpy(&length, symbol.data(), sizeof length);  // the blob was parsed, so its length is there
+      (*progress)(length, length);
+    }
+    return cached;
+  }
+  if (symbol.empty())
+    throw error(errc::invalid_module, where + " has no __tvm_dev_mblob: it is a kernel library without an embedded "
+                                              "graph (load it with load_module and pass the graph JSON to create)");
+  // The parameters are copied out of the library's pages, which are released as they
+  // are read: the copies, which the models keep in place, are the only ones resident.
+  module_blob blob = parse_module_blob(symbol, "__tvm_dev_mblob of " + where, blob_parts::all, true, progress);
+  if (!blob.factory) throw error(errc::invalid_module, "__tvm_dev_mblob of " + where + " holds no GraphExecutorFactory");
+  auto parsed = std::make_shared<embedded_factory>();
+  parsed->graph = parse_graph(blob.factory->graph_json);
+  parsed->blob = std::move(*blob.factory);
+  parsed->cuda_modules = std::move(blob.cuda_modules);
+  release_pages(symbol);
+  state.embedded = parsed;
+  return parsed;
+}
+
+GEXEC_DECL module load_library_for(const model_options& options, const std::filesystem::path& library) {
+  return options.runtime ? options.runtime->load_module(library) : load_module(library);
+}
+
+}  // namespace detail
+
+GEXEC_DECL graph_executor<> create(const validated_graph& g, const module& lib, std::vector<DLDevice> devices) {
+  return model(g, packed_c_abi(lib), detail::on_devices(std::move(devices))).instantiate();
+}
+GEXEC_DECL graph_executor<> create(std::string_view graph_json, const module& lib, std::vector<DLDevice> devices) {
+  return create(parse_graph(graph_json), lib, std::move(devices));
+}
+GEXEC_DECL graph_executor<> create(graph g, const module& lib, std::vector<DLDevice> devices) {
+  return create(validate(std::move(g)), lib, std::move(devices));
+}
+
+GEXEC_DECL factory::factory(module lib, std::shared_ptr<runtime> rt) : s_(std::make_shared<state>()) {
+  s_->embedded = detail::read_embedded_factory(lib);
+  s_->lib = std::move(lib);
+  s_->rt = std::move(rt);
+}
+
+GEXEC_DECL model factory::get_model(const std::vector<DLDevice>& devices) const {
+  std::lock_guard g(s_->mu);
+  for (const auto& [d, m] : s_->models)
+    if (std::equal(d.begin(), d.end(), devices.begin(), devices.end(), same_device)) return m;
+  model_options options = detail::on_devices(devices);
+  options.runtime = s_->rt;
+  model m(s_->embedded->graph, packed_c_abi(s_->lib), s_->embedded->blob.params, std::move(options));
+  m.keep_source(s_->embedded);
+  s_->models.emplace_back(devices, m);
+  return m;
+}
+
+GEXEC_DECL graph_executor<> factory::create(const std::vector<DLDevice>& devices) const { return get_model(devices).instantiate(); }
+
+GEXEC_DECL factory load_factory(const std::filesystem::path& path, std::shared_ptr<runtime> rt) {
+  module lib = rt ? rt->load_module(path) : load_module(path);
+  return factory(std::move(lib), std::move(rt));
+}
+
+GEXEC_NAMESPACE_END

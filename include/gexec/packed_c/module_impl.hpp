@@ -1,0 +1,253 @@
+#pragma once
+// The definitions of packed_c/module.hpp: loading a library with Boost.DLL, claiming its
+// context slots, its symbols. Included by module.hpp in header-only mode and by
+// src/gexec.cpp in compiled mode.
+
+#include "module.hpp"
+
+#include <boost/dll/shared_library.hpp>
+
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <vector>
+
+#include "../detail/byte_io.hpp"
+#include "../error.hpp"
+#include "../load_progress.hpp"
+#include "../runtime.hpp"
+#include "../runtime/env_registry.hpp"
+#include "../tvm_abi.hpp"
+#include "elf_check.hpp"
+#include "hooks.hpp"
+#include "loader.hpp"
+#include "module_blob.hpp"
+
+GEXEC_NAMESPACE_BEGIN
+namespace detail {
+
+struct module_state {
+  boost::dll::shared_library library;
+  std::filesystem::path path;
+  module_context* context = nullptr;  // process-lifetime, one per file
+  std::mutex embedded_mu;
+  std::weak_ptr<const embedded_factory> embedded;  // parsed __tvm_dev_mblob, shared by its users
+
+  module_state() = default;
+  module_state(const module_state&) = delete;
+  module_state& operator=(const module_state&) = delete;
+  // Handles compiled code cached stay valid memory; calls through them fail cleanly
+  // if the library outlives this module (another loader keeps it mapped).
+  ~module_state() {
+    if (!context) return;
+    std::lock_guard g(process_mutex());
+    if (context->owner != this) return;
+    context->library = nullptr;
+    context->owner = nullptr;
+    for (auto& [name, handle] : context->functions) handle->fn.store(nullptr, std::memory_order_release);
+  }
+
+  /// library_function's answer for `name`, asked of the loader once per name: checking
+  /// that a symbol is the library's own function walks its symbol table, and a graph
+  /// names one function at many nodes.
+  [[nodiscard]] packed_function lookup(std::string_view name, std::string* why) const {
+    std::lock_guard g(process_mutex());
+    auto it = resolved.find(name);
+    if (it == resolved.end()) {
+      resolved_function r;
+      r.fn = library_function(library.native(), name, &r.why);
+      it = resolved.emplace(std::string(name), std::move(r)).first;
+    }
+    if (why && !it->second.why.empty()) *why = it->second.why;
+    return {it->second.fn, nullptr};
+  }
+
+ private:
+  struct resolved_function {
+    packed_c_func fn = nullptr;
+    std::string why;  // why a symbol `name` is refused; empty if there is none
+  };
+  struct name_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  mutable std::unordered_map<std::string, resolved_function, name_hash, std::equal_to<>> resolved;  // guarded by process_mutex()
+};
+
+/// Loaded libraries by canonical path, and their process-lifetime contexts.
+struct library_table {
+  std::map<std::filesystem::path, std::weak_ptr<module_state>> live;
+  std::map<std::filesystem::path, module_context*> contexts;
+
+  static library_table& instance() {
+    static auto* t = new library_table;  // never destroyed, like the contexts it hands out
+    return *t;
+  }
+};
+
+/// Writes gexec's hooks into the library's context slots. A slot must be a data object
+/// of at least pointer size (AddressSanitizer counts its redzone in), aligned, in
+/// writable memory of the library itself (not of a library it depends on): anything
+/// else is refused before any slot is written. A slot that already holds something
+/// other than gexec's own value belongs to another runtime in this process
+/// (libtvm_runtime, or another copy of gexec) and is left alone, with an error: sharing
+/// it would route that runtime's kernels through this one's hooks, or the reverse.
+GEXEC_DECL void claim_context_slots(const boost::dll::shared_library& lib, const std::string& what, module_context* ctx) {
+  struct planned {
+    void** slot;
+    void* value;
+  };
+  std::vector<planned> writes;
+  const link_map* object = loaded_object(lib.native());
+  if (!object) throw error(errc::invalid_module, what + ": the dynamic loader does not describe it (dlinfo failed)");
+  auto plan_slot = [&](const char* symbol, void* value) {
+    void* address = dlsym(lib.native(), symbol);
+    if (!address) return;
+    const address_origin o = origin_of(address);
+    if (o.object != object)
+      throw error(errc::invalid_module, what + ": its context slot " + symbol + " comes from " + o.object_name +
+                                            ", not from the library itself, so gexec will not fill it");
+    const unsigned type = o.symbol ? ELF64_ST_TYPE(o.symbol->st_info) : STT_NOTYPE;
+    std::string is;
+    if (!o.symbol) is = "no symbol the loader knows";
+    else if (type == STT_FUNC || type == STT_GNU_IFUNC) is = "a function";
+    else if (type != STT_OBJECT) is = "a symbol of ELF type " + std::to_string(type);
+    else if (o.symbol->st_size < sizeof(void*)) is = "a " + std::to_string(o.symbol->st_size) + "-byte object";
+    else if (reinterpret_cast<std::uintptr_t>(address) % alignof(void*) != 0) is = "a misaligned object";
+    if (!is.empty())
+      throw error(errc::invalid_module, what + ": " + symbol + " is " + is + ", not a pointer-sized data symbol, so gexec cannot fill it");
+    if (!fit_in_segments(object, address, sizeof(void*)).writable)
+      throw error(errc::invalid_module, what + ": " + symbol + " lies in read-only memory, so gexec cannot fill it");
+    auto** slot = static_cast<void**>(address);
+    if (*slot != nullptr && *slot != value)
+      throw error(errc::invalid_module, what + ": " + symbol +
+                                            " is already set by another runtime in this process (libtvm_runtime or another "
+                                            "copy of gexec); load a copy of the library file instead");
+    writes.push_back({slot, value});
+  };
+  for (const auto& slot : context_slots()) plan_slot(slot.symbol, slot.value);
+  plan_slot("__tvm_module_ctx", ctx);
+  for (const planned& w : writes) *w.slot = w.value;
+}
+
+}  // namespace detail
+
+GEXEC_DECL packed_function module::get_function(std::string_view name, std::string* why) const {
+  return state_ ? state_->lookup(name, why) : packed_function{};
+}
+
+GEXEC_DECL bool module::has_symbol(std::string_view name) const { return state_ && state_->library.has(std::string(name)); }
+
+GEXEC_DECL std::span<const std::byte> module::data_symbol(std::string_view name) const {
+  if (!state_) return {};
+  const std::string symbol(name);
+  const void* p = dlsym(state_->library.native(), symbol.c_str());
+  if (!p) return {};
+  const std::string where = symbol + " of kernel library " + state_->path.string();
+  const link_map* object = detail::loaded_object(state_->library.native());
+  const detail::address_origin o = detail::origin_of(p);
+  if (!object || o.object != object)
+    throw error(errc::invalid_module, where + " comes from " + o.object_name + ", not from the library itself");
+  if (!o.symbol || ELF64_ST_TYPE(o.symbol->st_info) != STT_OBJECT) throw error(errc::invalid_module, where + " is not a data object");
+  const auto size = static_cast<std::size_t>(o.symbol->st_size);
+  if (!detail::fit_in_segments(object, p, size).inside)
+    throw error(errc::invalid_module, where + ": the symbol table gives it " + std::to_string(size) +
+                                          " bytes, which run past the loaded segment holding it");
+  return {static_cast<const std::byte*>(p), size};
+}
+
+GEXEC_DECL const std::filesystem::path& module::path() const {
+  static const std::filesystem::path none;
+  return state_ ? state_->path : none;
+}
+
+GEXEC_DECL module load_module(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path canonical = std::filesystem::canonical(path, ec);
+  if (ec) throw error(errc::io, "cannot open kernel library " + path.string() + ": " + ec.message());
+  // dlopen() of a FIFO waits for a writer, and of a directory says little: only regular
+  // files are loaded, as only regular files are read as graphs and parameters.
+  struct stat st {};
+  if (::stat(canonical.c_str(), &st) != 0) {
+    const int err = errno;
+    throw error(errc::io, "cannot open kernel library " + path.string() + ": " + std::generic_category().message(err));
+  }
+  if (!S_ISREG(st.st_mode)) throw error(errc::io, "kernel library " + path.string() + " is " + detail::file_kind(st.st_mode) + ", not a regular file");
+  detail::check_elf_file(canonical.c_str(), path.string());
+
+  auto state = std::make_shared<detail::module_state>();
+  std::lock_guard g(detail::process_mutex());
+  auto& table = detail::library_table::instance();
+  module m;
+  if (auto it = table.live.find(canonical); it != table.live.end() && (m.state_ = it->second.lock())) return m;
+
+  // Lazy binding and local symbols, as TVM loads libraries. Why a load failed is
+  // dlerror()'s message ("file too short", "invalid ELF header", a missing dependency):
+  // the error code Boost.DLL reports is bad_file_descriptor whatever the cause.
+  ec.clear();
+  state->library.load(canonical, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local, ec);
+  if (ec) {
+    const char* why = dlerror();
+    throw error(errc::io, "cannot load kernel library " + path.string() + ": " + (why ? std::string(why) : ec.message()));
+  }
+  detail::module_context*& ctx = table.contexts[canonical];
+  if (!ctx) {
+    ctx = new detail::module_context;  // never freed: the library may keep pointing at it
+    ctx->name = "kernel library " + canonical.string();
+  }
+  detail::claim_context_slots(state->library, ctx->name, ctx);
+  state->path = canonical;
+  state->context = ctx;
+  ctx->library = state->library.native();
+  ctx->owner = state.get();
+  // Handles compiled code looked up through an earlier load of this file point at the
+  // functions of this load now (the same addresses when the file was never unmapped).
+  for (auto& [name, handle] : ctx->functions) handle->fn.store(detail::library_function(ctx->library, name), std::memory_order_release);
+  m.state_ = std::move(state);
+  // Kernels of the device modules the library carries (the graph and parameters of an
+  // embedded factory are read when a model is made from it). A blob that cannot be read
+  // leaves the library's own functions usable; looking up a device kernel says why.
+  ctx->device_error.clear();
+  try {
+    if (const auto blob = m.data_symbol("__tvm_dev_mblob"); !blob.empty()) {
+      const module_blob parsed = parse_module_blob(blob, "__tvm_dev_mblob of " + ctx->name, blob_parts::device_modules);
+      if (!parsed.cuda_modules.empty()) {  // launched by the CUDA wing, where the program includes it
+        const auto& loaders = detail::device_module_loaders();
+        auto it = std::find_if(loaders.begin(), loaders.end(), [](const auto& e) { return std::string_view(e.type_key) == "cuda"; });
+        if (it == loaders.end())
+          throw error(errc::unsupported, "the library carries cuda kernels, and this program was built without <gexec/cuda.hpp>, which launches them");
+        it->load(parsed, *ctx);
+      }
+    }
+  } catch (const error& e) {
+    ctx->device_error = std::string(e.message());
+  }
+  table.live[canonical] = m.state_;
+  return m;
+}
+
+// Declared in runtime.hpp, so that the runtime needs neither Boost.DLL nor the loader
+// unless a program loads libraries.
+GEXEC_DECL module runtime::load_module(const std::filesystem::path& path) {
+  module m = gexec::load_module(path);
+  std::lock_guard g(modules_mu_);
+  for (const std::shared_ptr<const void>& kept : modules_)
+    if (kept == m.state_) return m;
+  modules_.push_back(m.state_);
+  return m;
+}
+
+GEXEC_NAMESPACE_END

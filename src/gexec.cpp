@@ -1,0 +1,19 @@
+// gexec::compiled: what headers only declare in compiled mode (GEXEC_COMPILED), compiled
+// once: graph JSON over Boost.JSON (graph/json_impl.hpp), kernel libraries over
+// Boost.DLL (packed_c/module_impl.hpp), models from TVM's files (load_impl.hpp), the
+// benchmark's statistics (benchmark_impl.hpp), and the common instantiations of the
+// model and executor (instantiations.hpp).
+
+#ifndef GEXEC_COMPILED
+#error "src/gexec.cpp builds gexec::compiled: compile it with GEXEC_COMPILED defined"
+#endif
+
+#include <gexec/benchmark_impl.hpp>
+#include <gexec/graph/json_impl.hpp>
+#include <gexec/instantiations.hpp>
+#include <gexec/load_impl.hpp>
+#include <gexec/packed_c/module_impl.hpp>
+
+GEXEC_NAMESPACE_BEGIN
+GEXEC_DETAIL_INSTANTIATIONS()
+GEXEC_NAMESPACE_END
