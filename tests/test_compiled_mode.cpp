@@ -35,7 +35,7 @@ TEST_CASE("compiled mode: graph JSON both ways, through the library") {
     DLTensor& y = a.tensor(1);
     for (std::int64_t i = 0; i < x.shape[0]; ++i) static_cast<float*>(y.data)[i] = static_cast<float*>(x.data)[i] + 1;
   });
-  auto ex = gexec::create(json, kernels);  // graph_executor<..., registry>, instantiated in the library
+  auto ex = gexec::create(json, kernels);  // graph_executor<>, instantiated in the library
   ex.set_input("x", gexec::ndarray::from_values<float>({2}, {1.0f, 2.5f}));
   ex.run();
   const auto y = ex.get_output(0).values<float>();

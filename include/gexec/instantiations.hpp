@@ -1,6 +1,7 @@
 #pragma once
-// The instantiations gexec::compiled holds: the executor and model over the host with
-// a TVM-compiled library (gexec::model) and with a registry of C++ kernels. In compiled
+// The instantiations gexec::compiled holds: the executor over the host (one type, whatever
+// binding made its model), the model over a TVM-compiled library (gexec::model), and the
+// constructor of a model over a registry of C++ kernels. In compiled
 // mode they are declared extern here, so a program including <gexec/executor.hpp> (or
 // this header) does not instantiate them again; src/gexec.cpp defines them. In
 // header-only mode this header declares nothing.
@@ -17,9 +18,8 @@
 /// (for kernel libraries only) in an explicit instantiation of the whole class, though
 /// its constraint is not satisfied.
 #define GEXEC_DETAIL_INSTANTIATIONS(how)                                                  \
-  how template class graph_executor<backends<cpu_backend>, pool_allocator, packed_c_abi>;   \
+  how template class graph_executor<backends<cpu_backend>>;                                 \
   how template class basic_model<backends<cpu_backend>, pool_allocator, packed_c_abi>;      \
-  how template class graph_executor<backends<cpu_backend>, pool_allocator, registry>;       \
   how template basic_model<backends<cpu_backend>, pool_allocator, registry>::basic_model( \
       validated_graph, registry, const param_dict&, model_options, backends<cpu_backend>, pool_allocator);
 
