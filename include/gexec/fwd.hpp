@@ -38,6 +38,9 @@ class static_registry;
 
 template <class Backends = backends<cpu_backend>>
 class graph_executor;
+class executor_view;
+template <class Backends, class Observer>
+class step_program;
 struct as_compiled;
 struct liveness;
 template <class Backends = backends<cpu_backend>, class Allocator = pool_allocator, class Binding = packed_c_abi, class Planner = as_compiled>

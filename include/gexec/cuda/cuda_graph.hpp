@@ -57,8 +57,8 @@ struct cuda_graph_stats {
 };
 
 struct cuda_graph {
-  template <class Program>
-  void execute(Program& steps) const {
+  template <capture_step_program P>
+  auto execute(P& steps) const {
     auto& st = steps.template state<detail::cuda_graph_state>();
     const std::uint32_t n = steps.size();
     const auto devices = steps.devices();
@@ -103,8 +103,8 @@ struct cuda_graph {
   }
 
  private:
-  template <class Program>
-  static void capture(Program& steps, detail::cuda_graph_state& st, cuda_driver& drv, int device, cuda_api::CUstream stream) {
+  template <capture_step_program P>
+  static auto capture(P& steps, detail::cuda_graph_state& st, cuda_driver& drv, int device, cuda_api::CUstream stream) {
     // Relaxed: a kernel asking for more workspace than the pool holds may still allocate.
     drv.check(drv.cuStreamBeginCapture(stream, cuda_api::CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture", device);
     cuda_api::CUgraph graph = nullptr;

@@ -30,6 +30,7 @@
 #include "../device.hpp"
 #include "../dtype.hpp"
 #include "../error.hpp"
+#include "../execution/policy.hpp"
 #include "../graph.hpp"
 #include "../observers/node_timer.hpp"
 
@@ -80,8 +81,8 @@ struct timed_steps {
   std::uint32_t begin, end;
   benchmark_options options;
   benchmark_result* result;
-  template <class Program>
-  void execute(Program& steps) const {
+  template <basic_step_program P>
+  auto execute(P& steps) const {
     *result = benchmark([&steps, this] { steps.run(begin, end); }, options);
   }
 };

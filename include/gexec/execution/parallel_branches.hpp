@@ -23,8 +23,8 @@
 GEXEC_NAMESPACE_BEGIN
 
 struct parallel_branches {
-  template <class Program>
-  void execute(Program& steps) const {
+  template <basic_step_program P>
+  auto execute(P& steps) const {
     const std::uint32_t n = steps.size();
     const step_graph& deps = steps.dependencies();
     const int tasks = std::min<int>(steps.max_concurrency(), static_cast<int>(std::min<std::uint32_t>(deps.width, n)));

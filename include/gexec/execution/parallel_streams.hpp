@@ -79,8 +79,8 @@ void make_stream_plan(stream_plan& sp, const step_graph& deps, std::uint32_t n, 
 struct parallel_streams {
   unsigned max_streams = 4;  ///< streams per device, the executor's own included
 
-  template <class Program>
-  void execute(Program& steps) const {
+  template <lane_step_program P>
+  auto execute(P& steps) const {
     const std::uint32_t n = steps.size();
     const step_graph& deps = steps.dependencies();
     const unsigned lanes = std::min<unsigned>(std::max(max_streams, 1u), std::min<std::uint32_t>(deps.width, n));

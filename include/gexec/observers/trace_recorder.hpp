@@ -21,7 +21,9 @@
 #include <string_view>
 #include <vector>
 
+#include "../executor/executor_view.hpp"
 #include "../graph.hpp"
+#include "../plan.hpp"
 #include "observer.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -38,9 +40,8 @@ class trace_recorder {
     std::int64_t end_ns;
   };
 
-  /// A recorder for runs of `ex` (any executor: it needs get_graph() and get_plan()).
-  template <class Executor>
-  explicit trace_recorder(const Executor& ex)
+  /// A recorder for runs of `ex` (any executor), which must outlive it.
+  explicit trace_recorder(executor_view ex)
       : graph_(&ex.get_graph()), slots_(ex.get_plan().step_node.size()), origin_(clock::now()) {}
 
   void before(const step_event& e) noexcept {
