@@ -10,6 +10,9 @@
 #                  type (optimisation, debug information, NDEBUG) is caught; CUDA, benchmarks and examples left out
 #   gcc            g++ 12, Release (-O3): every test, the TVM conformance suite, packaging and compile-fail tests included,
 #                  and the Triton backend served by a real Triton server (label triton; PyPI's nvidia-pytriton wheel)
+#   python         the Python package as a user gets it: the wheel (pip wheel . with the build requirements pinned
+#                  in pyproject.toml), installed into a fresh venv with numpy and pytest from PyPI, python/tests run
+#                  there from outside the source tree against the g++ build's conformance models and test kernels
 #   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core), and
 #                  a conformance model served through Triton against in-process run()
 # gexec's own code (tests, tools, examples, benchmarks) builds with -Wall -Wextra, and
@@ -85,6 +88,40 @@ gcc_stage() {
   ctest --test-dir "$build" --output-on-failure -j "$jobs"
 }
 
+python_stage() {
+  local root=$PWD out
+  out=$(cd "$build" && pwd)
+  local env=$out/python/build-env venv=$out/python/venv dist=$out/python/dist
+  # The build requirements, from pyproject.toml, in a venv kept between runs: a build
+  # without isolation keeps nanobind's path fixed, so ccache and the build folder serve again.
+  [ -x "$env/bin/python" ] || python3 -m venv "$env"
+  local requires
+  requires=$(python3 -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+  # shellcheck disable=SC2086
+  "$env/bin/pip" install -q $requires
+  rm -rf "$dist" "$venv"
+  CCACHE_BASEDIR=$root CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$env/bin/pip" wheel . -q --no-build-isolation --no-deps -w "$dist" \
+    -C build-dir="$out/python/wheel-build" -C cmake.define.GEXEC_WARNINGS_AS_ERRORS=ON
+  local wheel
+  wheel=$(ls "$dist"/gexec-*.whl)
+  echo "wheel: $(basename "$wheel")"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "$wheel" numpy pytest
+  local ext
+  ext=$(ls "$venv"/lib/python3*/site-packages/gexec/_gexec*.so)
+  if readelf -d "$ext" | grep -i "NEEDED.*boost"; then echo "the extension needs a Boost library at run time" >&2; return 1; fi
+  echo "the extension needs: $(readelf -d "$ext" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+  # From a folder outside the source tree, so that `import gexec` is the installed package;
+  # the conformance models and test kernels are the g++ build's, and must be there.
+  local here rc=0
+  here=$(mktemp -d)
+  (cd "$here" && "$venv/bin/python" -c 'import gexec, sys; sys.exit(0 if "/venv/" in gexec.__file__ else "gexec imported from " + gexec.__file__)' &&
+    GEXEC_CONFORMANCE_DIR=$out/conformance GEXEC_TEST_KERNELS=$out/tests/kernels/libgexec_test_kernels.so GEXEC_TESTS_REQUIRE_ARTIFACTS=1 \
+      "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs "$root/python/tests") || rc=$?
+  rm -rf "$here"
+  return $rc
+}
+
 bench_stage() {
   local b=$build/benchmarks conformance=$build/conformance
   [ -f "$conformance/manifest.json" ] || conformance=""
@@ -113,5 +150,6 @@ stage tsan tsan_stage
 stage clang-release clang_release_stage
 stage gcc-debug gcc_debug_stage
 stage gcc gcc_stage
+stage python python_stage
 if [ "${GEXEC_SKIP_BENCHMARKS:-0}" != 1 ]; then stage bench bench_stage; fi
 echo "==== all stages: $((SECONDS - total_start)) s"

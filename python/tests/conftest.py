@@ -2,13 +2,20 @@
 GEXEC_CONFORMANCE_DIR  the TVM-compiled models (tests/conformance/make_models.sh, made by
                        the g++ build's ctest into <build>/conformance)
 GEXEC_TEST_KERNELS     tests/kernels' libgexec_test_kernels.so (the g++ build's tests/kernels)
-Tests that need one of them are skipped, saying why, when it is not there."""
+Tests that need one of them are skipped, saying why, when it is not there; with
+GEXEC_TESTS_REQUIRE_ARTIFACTS=1 (the test command sets it) they fail instead."""
 
 import json
 import os
 import pathlib
 
 import pytest
+
+
+def _missing(why):
+    if os.environ.get("GEXEC_TESTS_REQUIRE_ARTIFACTS") == "1":
+        pytest.fail(why + " (GEXEC_TESTS_REQUIRE_ARTIFACTS=1)", pytrace=False)
+    pytest.skip(why)
 
 
 def _env_path(name):
@@ -20,9 +27,9 @@ def _env_path(name):
 def conformance_dir():
     d = _env_path("GEXEC_CONFORMANCE_DIR")
     if d is None:
-        pytest.skip("GEXEC_CONFORMANCE_DIR is not set (the TVM-compiled models of <build>/conformance)")
+        _missing("GEXEC_CONFORMANCE_DIR is not set (the TVM-compiled models of <build>/conformance)")
     if not (d / "manifest.json").is_file():
-        pytest.skip("no conformance models in %s (manifest.json missing)" % d)
+        _missing("no conformance models in %s (manifest.json missing)" % d)
     return d
 
 
@@ -35,9 +42,9 @@ def manifest(conformance_dir):
 def kernels_lib():
     p = _env_path("GEXEC_TEST_KERNELS")
     if p is None:
-        pytest.skip("GEXEC_TEST_KERNELS is not set (libgexec_test_kernels.so of the g++ build)")
+        _missing("GEXEC_TEST_KERNELS is not set (libgexec_test_kernels.so of the g++ build)")
     if not p.is_file():
-        pytest.skip("%s does not exist" % p)
+        _missing("%s does not exist" % p)
     return p
 
 

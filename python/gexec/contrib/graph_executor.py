@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _gexec
 from .._device import Device, to_devices
-from ..nd import NDArray, _as_input
+from ..nd import NDArray, _as_input, numpy_dtype
 from ..runtime import Module
 
 _TVM_FUNCTIONS = ("set_input", "set_input_zero_copy", "set_output_zero_copy", "run", "get_output", "get_input",
@@ -110,10 +110,18 @@ class GraphModule:
         if key is not None:
             if value is None:
                 raise TypeError("set_input: no value for input %r" % (key,))
-            self._set_input(_key(key), _as_input(value))
+            key = _key(key)
+            self._set_input(key, self._value_for(key, value))
         for k, v in params.items():
             if self._ex.get_input_index(k) >= 0:
-                self._set_input(k, _as_input(v))
+                self._set_input(k, self._value_for(k, v))
+
+    def _value_for(self, key, value):
+        # Python lists and numbers have no dtype of their own: they take the input's, as
+        # TVM's copyfrom gives them. Arrays keep theirs and must match.
+        if isinstance(value, (list, tuple, int, float)):
+            return np.ascontiguousarray(value, dtype=numpy_dtype(self._ex.get_input(key).dtype))
+        return _as_input(value)
 
     def set_input_zero_copy(self, key=None, value=None, **params):
         """Makes input ``key`` read ``value``'s memory directly (no copy): shape, dtype,
