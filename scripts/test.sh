@@ -13,8 +13,9 @@
 #   python         the Python package as a user gets it: the wheel (pip wheel . with the build requirements pinned
 #                  in pyproject.toml), installed into a fresh venv with numpy and pytest from PyPI, python/tests run
 #                  there from outside the source tree against the g++ build's conformance models and test kernels
-#   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core), and
-#                  a conformance model served through Triton against in-process run()
+#   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core),
+#                  a conformance model served through Triton against in-process run(), and gexec from Python against
+#                  C++ and TVM's Python API (benchmarks/python)
 # gexec's own code (tests, tools, examples, benchmarks) builds with -Wall -Wextra, and
 # here with -Werror too (GEXEC_WARNINGS_AS_ERRORS=ON); users' builds get no -Werror.
 # ccache keeps rebuilds cheap when it is installed (scripts/deps.sh installs it).
@@ -138,6 +139,10 @@ bench_stage() {
   "$b/gexec_bench_load_params" $conformance
   if [ -x "$b/gexec_bench_cuda" ]; then "$b/gexec_bench_cuda"; fi  # a GPU's figures; SKIPPED without one
   bash benchmarks/compile/run.sh
+  if [ -x "$build/python/venv/bin/python" ]; then  # the python stage's venv, with the wheel installed
+    "$build/python/venv/bin/python" benchmarks/python/bench_python.py --conformance "$build/conformance" \
+      --kernels "$build/tests/kernels/libgexec_test_kernels.so" --tvm-python "$build/conformance/venv/bin/python"
+  fi
   for model in resnet mlp; do  # a model whose run() dominates, and one whose serving does
     python3 benchmarks/triton/bench_triton.py --env "$build/triton-env" --backend-dir "$build/triton/backends" \
       --conformance "$build/conformance" --gexec-run "$build/tools/gexec-run" --model "$model"
