@@ -13,6 +13,7 @@
 #   python         the Python package as a user gets it: the wheel (pip wheel . with the build requirements pinned
 #                  in pyproject.toml), installed into a fresh venv with numpy and pytest from PyPI, python/tests run
 #                  there from outside the source tree against the g++ build's conformance models and test kernels
+#                  (and TVM's debug executor in the conformance venv, for the per-node dumps)
 #   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core),
 #                  a conformance model served through Triton against in-process run(), and gexec from Python against
 #                  C++ and TVM's Python API (benchmarks/python)
@@ -118,6 +119,7 @@ python_stage() {
   here=$(mktemp -d)
   (cd "$here" && "$venv/bin/python" -c 'import gexec, sys; sys.exit(0 if "/venv/" in gexec.__file__ else "gexec imported from " + gexec.__file__)' &&
     GEXEC_CONFORMANCE_DIR=$out/conformance GEXEC_TEST_KERNELS=$out/tests/kernels/libgexec_test_kernels.so GEXEC_TESTS_REQUIRE_ARTIFACTS=1 \
+      GEXEC_TVM_PYTHON=$out/conformance/venv/bin/python \
       "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs "$root/python/tests") || rc=$?
   rm -rf "$here"
   return $rc

@@ -31,12 +31,20 @@ def _dtype_name(dtype):
     return str(np.dtype(dtype))
 
 
+# ml_dtypes' numpy types, passed on as the bit patterns gexec reads for bfloat16 and float8.
+_ML_DTYPES = {"bfloat16": np.uint16, "float8_e4m3fn": np.uint8, "float8_e5m2": np.uint8}
+
+
 def _as_input(value):
     """What the extension takes for an array argument: an NDArray, a C-contiguous numpy
     array, or any other object with __dlpack__ (imported without a copy)."""
-    if isinstance(value, (NDArray, np.ndarray)):
-        if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
-            return np.ascontiguousarray(value)
+    if isinstance(value, NDArray):
+        return value
+    if isinstance(value, np.ndarray):
+        if not value.flags.c_contiguous:
+            value = np.ascontiguousarray(value)
+        if value.dtype.kind == "V" and value.dtype.name in _ML_DTYPES:
+            value = value.view(_ML_DTYPES[value.dtype.name])
         return value
     if hasattr(value, "__dlpack__"):
         return value

@@ -4,6 +4,7 @@
 // or anything with __dlpack__ in; NDArray (a gexec::ndarray) out.
 
 #include <gexec/contrib/sort.hpp>
+#include <gexec/debug.hpp>
 #include <gexec/executor.hpp>
 
 #include <nanobind/nanobind.h>
@@ -424,6 +425,39 @@ NB_MODULE(_gexec, m) {
       .def("node_name", [](const executor_box& b, std::uint32_t nid) { return std::string(b.ex.get_model_state()->compact().name(nid)); })
       .def("node_num_outputs", [](const executor_box& b, std::uint32_t nid) { return b.ex.get_model_state()->compact().num_outputs(nid); })
       .def("storage_bytes", [](const executor_box& b) { return b.ex.storage_bytes(); })
+      // TVM's debug executor (gexec/debug.hpp): every node's outputs from one run, each
+      // node timed alone, and the profile table.
+      .def("debug_get_outputs", [](executor_box& b) {
+        std::vector<std::tuple<std::uint32_t, std::uint32_t, gexec::ndarray>> out;
+        for (auto& o : gexec::debug_get_outputs(b.ex)) out.emplace_back(o.node_id, o.index, std::move(o.value));
+        return out;
+      })
+      .def("run_individual", [](executor_box& b, int repeat, int number, int min_repeat_ms, int limit_zero_time_iterations,
+                                int cooldown_interval_ms, int repeats_to_cooldown) {
+        gexec::benchmark_options o{repeat, number, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown};
+        nb::gil_scoped_release nogil;
+        return gexec::run_individual(b.ex, o);
+      })
+      .def("run_individual_node", [](executor_box& b, int nid, int repeat, int number, int min_repeat_ms, int limit_zero_time_iterations,
+                                     int cooldown_interval_ms, int repeats_to_cooldown) {
+        if (nid < 0 || static_cast<std::uint32_t>(nid) >= b.ex.get_model_state()->compact().num_nodes())
+          throw nb::index_error(("node index " + std::to_string(nid) + " out of range").c_str());
+        gexec::benchmark_options o{repeat, number, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown};
+        nb::gil_scoped_release nogil;
+        return gexec::run_individual_node(b.ex, static_cast<std::uint32_t>(nid), o);
+      })
+      .def("profile_table", [](executor_box& b, int warmup, int repeat, int number) {
+        gexec::profile_options o;
+        o.warmup = warmup;
+        o.repeat = repeat;
+        o.number = number;
+        gexec::profile_report r;
+        {
+          nb::gil_scoped_release nogil;
+          r = gexec::profile(b.ex, o);
+        }
+        return std::pair<std::string, double>(r.table(), r.run_time);
+      })
       .def_rw("policy", &executor_box::policy)
       .def(
           "benchmark",
