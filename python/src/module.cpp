@@ -18,7 +18,10 @@
 
 #include <Python.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <memory>
 #include <optional>
 #include <string>
@@ -202,6 +205,34 @@ gexec::ndarray array_copy(const in_array& src) {
   return out;
 }
 
+// ---- the GIL ------------------------------------------------------------------------
+
+bool interpreter_finalizing() noexcept {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+/// Releases the GIL for a run, as nb::gil_scoped_release, except when the interpreter
+/// began exiting meanwhile (a daemon thread still inside run()): Python < 3.14 ends such
+/// a thread with pthread_exit when it takes the GIL back, which unwinds through noexcept
+/// frames and aborts the process. That thread waits for the exit instead.
+class gil_released {
+ public:
+  gil_released() noexcept : state_(PyEval_SaveThread()) {}
+  gil_released(const gil_released&) = delete;
+  gil_released& operator=(const gil_released&) = delete;
+  ~gil_released() {
+    while (interpreter_finalizing()) std::this_thread::sleep_for(std::chrono::seconds(1));
+    PyEval_RestoreThread(state_);
+  }
+
+ private:
+  PyThreadState* state_;
+};
+
 // ---- executors and models -----------------------------------------------------------
 
 struct executor_box {
@@ -300,6 +331,12 @@ NB_MODULE(_gexec, m) {
     return out;
   });
 
+  // A daemon thread still inside run() when the interpreter exits holds its objects for
+  // ever; nanobind would report them as leaks. GEXEC_PYTHON_LEAK_WARNINGS=1 turns the
+  // report on (for hunting reference-counting bugs in this file).
+  const char* leaks = std::getenv("GEXEC_PYTHON_LEAK_WARNINGS");
+  nb::set_leak_warnings(leaks != nullptr && std::string_view(leaks) == "1");
+
   // TVM's runtime registered tvm.contrib.sort.* in every process; so does gexec's package.
   gexec::contrib::register_sort_functions();
 
@@ -388,7 +425,7 @@ NB_MODULE(_gexec, m) {
         b.check_output(i);
         b.ex.set_output_zero_copy(i, view_of(v, b.output_dtype(i)));
       })
-      .def("run", &executor_box::run, nb::call_guard<nb::gil_scoped_release>(),
+      .def("run", &executor_box::run, nb::call_guard<gil_released>(),
            "Runs the graph once, without the GIL: other Python threads run meanwhile.")
       .def("get_output", [](const executor_box& b, int i) { b.check_output(i); return b.ex.get_output(i); })
       .def("copy_output_to", [](executor_box& b, int i, const gexec::ndarray& dst) { b.check_output(i); b.ex.copy_output_to(i, dst); })
@@ -435,7 +472,7 @@ NB_MODULE(_gexec, m) {
       .def("run_individual", [](executor_box& b, int repeat, int number, int min_repeat_ms, int limit_zero_time_iterations,
                                 int cooldown_interval_ms, int repeats_to_cooldown) {
         gexec::benchmark_options o{repeat, number, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown};
-        nb::gil_scoped_release nogil;
+        gil_released nogil;
         return gexec::run_individual(b.ex, o);
       })
       .def("run_individual_node", [](executor_box& b, int nid, int repeat, int number, int min_repeat_ms, int limit_zero_time_iterations,
@@ -443,7 +480,7 @@ NB_MODULE(_gexec, m) {
         if (nid < 0 || static_cast<std::uint32_t>(nid) >= b.ex.get_model_state()->compact().num_nodes())
           throw nb::index_error(("node index " + std::to_string(nid) + " out of range").c_str());
         gexec::benchmark_options o{repeat, number, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown};
-        nb::gil_scoped_release nogil;
+        gil_released nogil;
         return gexec::run_individual_node(b.ex, static_cast<std::uint32_t>(nid), o);
       })
       .def("profile_table", [](executor_box& b, int warmup, int repeat, int number) {
@@ -453,7 +490,7 @@ NB_MODULE(_gexec, m) {
         o.number = number;
         gexec::profile_report r;
         {
-          nb::gil_scoped_release nogil;
+          gil_released nogil;
           r = gexec::profile(b.ex, o);
         }
         return std::pair<std::string, double>(r.table(), r.run_time);
@@ -464,7 +501,7 @@ NB_MODULE(_gexec, m) {
           [](executor_box& b, int repeat, int number, int min_repeat_ms, int limit_zero_time_iterations, int cooldown_interval_ms,
              int repeats_to_cooldown) {
             gexec::benchmark_options o{repeat, number, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown};
-            nb::gil_scoped_release nogil;
+            gil_released nogil;
             return gexec::benchmark([&b] { b.run(); }, o).results;
           },
           "repeat"_a, "number"_a, "min_repeat_ms"_a, "limit_zero_time_iterations"_a, "cooldown_interval_ms"_a, "repeats_to_cooldown"_a);

@@ -129,3 +129,26 @@ def test_one_instance_entered_by_two_threads_is_refused_or_waits(kernels_lib):
     assert set(codes) <= {"busy"}
     m.run()
     assert m.get_output(0).numpy()[0, 0] == 2
+
+
+_EXIT_DURING_RUN = r"""
+import sys, threading, numpy as np, gexec
+model = gexec.Model.load(sys.argv[1])
+m = model.instantiate()
+x = np.ones((2, 64), np.float32)
+def spin():
+    while True:
+        m.run(data=x)
+threading.Thread(target=spin, daemon=True).start()
+out = m.get_output(0)  # alive at exit too
+"""
+
+
+def test_exit_while_a_daemon_thread_runs(conformance_dir):
+    import subprocess
+    import sys
+    for _ in range(3):
+        r = subprocess.run([sys.executable, "-c", _EXIT_DURING_RUN, str(conformance_dir / "mlp" / "model.so")],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert r.stderr == ""
