@@ -15,6 +15,11 @@ from ._errors import Error, InvalidArgumentError, NotFoundError, UnsupportedErro
 
 _gexec._set_error_factory(_errors.make_error)
 
+import atexit as _atexit  # noqa: E402
+
+# Daemon threads still inside run() when the interpreter exits must not take the GIL back.
+_atexit.register(_gexec._at_exit)
+
 from ._device import Device, cpu, cuda, device  # noqa: E402
 from . import nd, runtime  # noqa: E402
 from .contrib import graph_executor  # noqa: E402

@@ -19,6 +19,8 @@
 #include <Python.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -207,31 +209,55 @@ gexec::ndarray array_copy(const in_array& src) {
 
 // ---- the GIL ------------------------------------------------------------------------
 
-bool interpreter_finalizing() noexcept {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
-#else
-  return _Py_IsFinalizing();
-#endif
+// Python < 3.14 ends a daemon thread that takes the GIL back after the interpreter began
+// exiting with pthread_exit, which unwinds through noexcept frames and aborts the whole
+// process. So a thread leaving run() after gexec's atexit hook (_at_exit) parks until
+// the process ends instead, and the hook lets threads already on their way back take
+// the GIL first, before the interpreter starts to finalize.
+std::mutex exit_mu;
+std::condition_variable exit_cv;
+bool exiting = false;  // guarded by exit_mu
+int restoring = 0;     // guarded by exit_mu: threads between leaving C++ and holding the GIL
+
+[[noreturn]] void park_until_exit() noexcept {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
-/// Releases the GIL for a run, as nb::gil_scoped_release, except when the interpreter
-/// began exiting meanwhile (a daemon thread still inside run()): Python < 3.14 ends such
-/// a thread with pthread_exit when it takes the GIL back, which unwinds through noexcept
-/// frames and aborts the process. That thread waits for the exit instead.
+/// Releases the GIL for a run, as nb::gil_scoped_release, but parks instead of taking it
+/// back once the interpreter is exiting (see above).
 class gil_released {
  public:
   gil_released() noexcept : state_(PyEval_SaveThread()) {}
   gil_released(const gil_released&) = delete;
   gil_released& operator=(const gil_released&) = delete;
   ~gil_released() {
-    while (interpreter_finalizing()) std::this_thread::sleep_for(std::chrono::seconds(1));
+    {
+      std::unique_lock lock(exit_mu);
+      if (exiting) {
+        lock.unlock();
+        park_until_exit();
+      }
+      ++restoring;
+    }
     PyEval_RestoreThread(state_);
+    std::lock_guard lock(exit_mu);
+    --restoring;
+    exit_cv.notify_all();
   }
 
  private:
   PyThreadState* state_;
 };
+
+void at_exit() {
+  {
+    std::lock_guard lock(exit_mu);
+    exiting = true;
+  }
+  nb::gil_scoped_release nogil;  // threads on their way back take the GIL and go on
+  std::unique_lock lock(exit_mu);
+  exit_cv.wait(lock, [] { return restoring == 0; });
+}
 
 // ---- executors and models -----------------------------------------------------------
 
@@ -320,6 +346,7 @@ NB_MODULE(_gexec, m) {
       raise_gexec_error(e);
     }
   });
+  m.def("_at_exit", &at_exit, "Called by gexec's atexit hook, before the interpreter finalizes.");
   m.def("_set_error_factory", [](nb::object f) {
     Py_XDECREF(error_factory);
     error_factory = f.release().ptr();
