@@ -9,7 +9,8 @@ Run it with the Python where the gexec wheel is installed. Figures (median of re
   mlp loop        set_input(numpy) + run() + get_output(0).numpy() on the MLP conformance
                   model vs the same loop through TVM's Python API (hhb-tvm, in the
                   conformance venv: another Python, so measured in a child process); goal <= 0.5x
-  resnet run()    m.run() from Python vs C++ run() on the ResNet model; goal <= 1.02x
+  resnet run()    m.run() from Python vs C++ run() on the ResNet model (the best of interleaved
+                  rounds of each); goal <= 1.02x
   threads         8 threads with an instance each vs 1 thread (throughput; the GIL is
                   released in run())
 The TVM side is this same file run with --tvm-only under TVM's Python.
@@ -125,9 +126,19 @@ def main():
         m = model.instantiate()
         inputs = gexec.runtime.load_param_dict_from_file(os.path.join(resnet, "inputs.bin"))
         m.set_input(**inputs)
-        cpp = med(m._ex.benchmark(5, 5, 200, 100, 0, 1))
-        py = timed_loop(m.run, min_seconds=0.2)
-        print("resnet run(): C++ %.3f ms, Python %.3f ms, ratio %.3fx; goal <= 1.02x: %s"
+        # Interleaved rounds, the best of each: on a busy machine a round of one can meet
+        # noise the other's round did not.
+        cpp_rounds, py_rounds = [], []
+        run = m.run
+        for _ in range(7):
+            cpp_rounds.append(min(m._ex.benchmark(1, 3, 150, 100, 0, 1)))
+            n = max(1, int(0.15 / cpp_rounds[-1]))
+            t0 = time.perf_counter()
+            for _ in range(n):
+                run()
+            py_rounds.append((time.perf_counter() - t0) / n)
+        cpp, py = min(cpp_rounds), min(py_rounds)
+        print("resnet run() (best of 7 interleaved rounds): C++ %.3f ms, Python %.3f ms, ratio %.3fx; goal <= 1.02x: %s"
               % (cpp * 1e3, py * 1e3, py / cpp, "met" if py <= 1.02 * cpp else "NOT MET"))
 
         # threads: instances of one model, one per thread, the GIL released in run()
