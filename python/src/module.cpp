@@ -576,6 +576,9 @@ NB_MODULE(_gexec, m) {
       .def("graph_json", [](const library_box& b) { return b.fac ? b.fac->graph_json() : std::string(); })
       .def("graph_params", [](const library_box& b) { return b.fac ? param_dict_to_python(b.fac->params()) : nb::dict(); })
       .def("factory_create", [](const library_box& b, const std::vector<std::pair<int, int>>& devices) {
+        if (!b.fac)
+          throw gexec::error(gexec::errc::invalid_module, b.lib.path().string() + " embeds no graph: it is a kernel library "
+                                                          "(pass it to graph_executor.create with the graph JSON)");
         return executor_box{b.fac->create(to_devices(devices)), {}};
       });
 

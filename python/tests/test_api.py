@@ -190,6 +190,9 @@ def test_load_module(lib, kernels_lib, tmp_path):
     assert lib.implements_function("test_add_one") and not lib.implements_function("nope")
     with pytest.raises(AttributeError):
         lib["default"]  # a kernel library has no embedded graph
+    with pytest.raises(gexec.Error) as e:
+        lib._lib.factory_create([(1, 0)])
+    assert e.value.code == "invalid_module"
     with pytest.raises(AttributeError):
         lib.get_function("no_such_function")
     with pytest.raises(gexec.UnsupportedError):

@@ -43,3 +43,24 @@ def test_runs_a_model_and_compares(conformance_dir, tmp_path):
     assert r.returncode == 2
     r = run(tmp_path / "missing.so")
     assert r.returncode == 1 and r.stderr
+
+
+def test_bfloat16_input_from_uint16_npy(kernels_lib, tmp_path):
+    # TVM 0.19's users hold bfloat16 as uint16 bits: such a .npy feeds a bfloat16 input bit
+    # for bit (a graph whose output is its input, so the bits come back out).
+    _exe()
+    import json
+    g = {"nodes": [{"op": "null", "name": "x", "inputs": []}], "arg_nodes": [0], "heads": [[0, 0, 0]],
+         "node_row_ptr": [0, 1], "attrs": {"shape": ["list_shape", [[4]]], "dltype": ["list_str", ["bfloat16"]],
+                                           "storage_id": ["list_int", [0]]}}
+    (tmp_path / "g.json").write_text(json.dumps(g))
+    bits = np.array([0x3F80, 0xC000, 0x7FC0, 0x0001], np.uint16)
+    np.save(tmp_path / "x.npy", bits)
+    r = run("-g", tmp_path / "g.json", "-l", kernels_lib, "-i", "x=@%s" % (tmp_path / "x.npy"),
+            "--output-dir", tmp_path / "out", "--expected", "0=@%s" % (tmp_path / "x.npy"), "--atol", "0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = np.load(tmp_path / "out" / "output_0.npy")
+    assert out.view(np.uint16).tobytes() == bits.tobytes()
+    np.save(tmp_path / "wide.npy", bits.astype(np.uint32))
+    r = run("-g", tmp_path / "g.json", "-l", kernels_lib, "-i", "x=@%s" % (tmp_path / "wide.npy"))
+    assert r.returncode == 1 and "dtype" in r.stderr
