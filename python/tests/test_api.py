@@ -485,3 +485,39 @@ def test_model_load_and_instantiate(kernels_lib, tmp_path):
     with pytest.raises(gexec.Error) as e:
         gexec.Model.load((tmp_path / "missing.json", kernels_lib, tmp_path / "params.bin"))
     assert e.value.code == "io"
+
+
+class _DLPackOnly:
+    """A producer that offers DLPack only (as PyTorch and JAX arrays do), no buffer protocol."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_inputs_from_any_dlpack_producer(add_one):
+    m = add_one
+    m.set_input("x", _DLPackOnly(X * 5))
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X * 5 + 1)
+    assert np.array_equal(gexec.nd.array(_DLPackOnly(X)).numpy(), X)
+    # zero-copy where alignment allows: the executor reads the producer's memory in place
+    held = gexec.nd.array(X)
+    m.set_input_zero_copy("x", _DLPackOnly(held))
+    held.copyfrom(X * 7)
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X * 7 + 1)
+
+
+def test_ml_dtypes_bfloat16_input(lib):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    g = graph_json([("n", "test_noop", ["x"])], ["x"], shape=(3,), dtype="bfloat16")
+    m = graph_executor.create(g, lib, gexec.cpu())
+    values = np.array([1.0, -2.0, 0.5], dtype=ml_dtypes.bfloat16)
+    m.set_input("x", values)
+    assert m.get_input(0).numpy().tobytes() == values.view(np.uint16).tobytes()
