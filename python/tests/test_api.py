@@ -105,7 +105,10 @@ def test_bfloat16_as_uint16_bits():
     bits = np.array([0x3F80, 0xC000, 0x7FC0], np.uint16)  # 1.0, -2.0, NaN
     e.copyfrom(bits)
     assert np.array_equal(e.numpy(), bits)
-    assert gexec.nd.empty((2,), "e4m3_float8").numpy().dtype == np.uint8 if False else True
+    f8 = gexec.nd.empty((2,), "e4m3_float8")
+    assert f8.dtype == "e4m3_float8" and f8.numpy().dtype == np.uint8
+    assert gexec.nd.empty((2,), "int4").numpy().dtype == np.int8
+    assert gexec.nd.empty((2,), "bool").numpy().dtype == np.bool_
 
 
 def test_copyfrom_copyto():
