@@ -109,10 +109,12 @@ python_stage() {
   echo "wheel: $(basename "$wheel")"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q "$wheel" numpy pytest ml_dtypes
-  local ext
-  ext=$(ls "$venv"/lib/python3*/site-packages/gexec/_gexec*.so)
-  if readelf -d "$ext" | grep -i "NEEDED.*boost"; then echo "the extension needs a Boost library at run time" >&2; return 1; fi
-  echo "the extension needs: $(readelf -d "$ext" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+  local binary
+  for binary in "$venv"/lib/python3*/site-packages/gexec/_gexec*.so "$venv"/lib/python3*/site-packages/gexec/bin/gexec-run; do
+    [ -e "$binary" ] || continue
+    if readelf -d "$binary" | grep -i "NEEDED.*boost"; then echo "$binary needs a Boost library at run time" >&2; return 1; fi
+    echo "$(basename "$binary") needs: $(readelf -d "$binary" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+  done
   # From a folder outside the source tree, so that `import gexec` is the installed package;
   # the conformance models and test kernels are the g++ build's, and must be there.
   local here rc=0
