@@ -10,8 +10,13 @@
 #                  type (optimisation, debug information, NDEBUG) is caught; CUDA, benchmarks and examples left out
 #   gcc            g++ 12, Release (-O3): every test, the TVM conformance suite, packaging and compile-fail tests included,
 #                  and the Triton backend served by a real Triton server (label triton; PyPI's nvidia-pytriton wheel)
-#   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core), and
-#                  a conformance model served through Triton against in-process run()
+#   python         the Python package as a user gets it: the wheel (pip wheel . with the build requirements pinned
+#                  in pyproject.toml), installed into a fresh venv with numpy, pytest and ml_dtypes from PyPI, python/tests run
+#                  there from outside the source tree against the g++ build's conformance models and test kernels
+#                  (and TVM's debug executor in the conformance venv, for the per-node dumps)
+#   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core),
+#                  a conformance model served through Triton against in-process run(), and gexec from Python against
+#                  C++ and TVM's Python API (benchmarks/python)
 # gexec's own code (tests, tools, examples, benchmarks) builds with -Wall -Wextra, and
 # here with -Werror too (GEXEC_WARNINGS_AS_ERRORS=ON); users' builds get no -Werror.
 # ccache keeps rebuilds cheap when it is installed (scripts/deps.sh installs it).
@@ -85,6 +90,43 @@ gcc_stage() {
   ctest --test-dir "$build" --output-on-failure -j "$jobs"
 }
 
+python_stage() {
+  local root=$PWD out
+  out=$(cd "$build" && pwd)
+  local env=$out/python/build-env venv=$out/python/venv dist=$out/python/dist
+  # The build requirements, from pyproject.toml, in a venv kept between runs: a build
+  # without isolation keeps nanobind's path fixed, so ccache and the build folder serve again.
+  [ -x "$env/bin/python" ] || python3 -m venv "$env"
+  local requires
+  requires=$(python3 -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+  # shellcheck disable=SC2086
+  "$env/bin/pip" install -q $requires
+  rm -rf "$dist" "$venv"
+  CCACHE_BASEDIR=$root CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$env/bin/pip" wheel . -q --no-build-isolation --no-deps -w "$dist" \
+    -C build-dir="$out/python/wheel-build" -C cmake.define.GEXEC_WARNINGS_AS_ERRORS=ON
+  local wheel
+  wheel=$(ls "$dist"/gexec-*.whl)
+  echo "wheel: $(basename "$wheel")"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "$wheel" numpy pytest ml_dtypes
+  local binary
+  for binary in "$venv"/lib/python3*/site-packages/gexec/_gexec*.so "$venv"/lib/python3*/site-packages/gexec/bin/gexec-run; do
+    [ -e "$binary" ] || continue
+    if readelf -d "$binary" | grep -i "NEEDED.*boost"; then echo "$binary needs a Boost library at run time" >&2; return 1; fi
+    echo "$(basename "$binary") needs: $(readelf -d "$binary" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+  done
+  # From a folder outside the source tree, so that `import gexec` is the installed package;
+  # the conformance models and test kernels are the g++ build's, and must be there.
+  local here rc=0
+  here=$(mktemp -d)
+  (cd "$here" && "$venv/bin/python" -c 'import gexec, sys; sys.exit(0 if "/venv/" in gexec.__file__ else "gexec imported from " + gexec.__file__)' &&
+    GEXEC_CONFORMANCE_DIR=$out/conformance GEXEC_TEST_KERNELS=$out/tests/kernels/libgexec_test_kernels.so GEXEC_TESTS_REQUIRE_ARTIFACTS=1 \
+      GEXEC_TVM_PYTHON=$out/conformance/venv/bin/python \
+      "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs "$root/python/tests") || rc=$?
+  rm -rf "$here"
+  return $rc
+}
+
 bench_stage() {
   local b=$build/benchmarks conformance=$build/conformance
   [ -f "$conformance/manifest.json" ] || conformance=""
@@ -101,6 +143,10 @@ bench_stage() {
   "$b/gexec_bench_load_params" $conformance
   if [ -x "$b/gexec_bench_cuda" ]; then "$b/gexec_bench_cuda"; fi  # a GPU's figures; SKIPPED without one
   bash benchmarks/compile/run.sh
+  if [ -x "$build/python/venv/bin/python" ]; then  # the python stage's venv, with the wheel installed
+    "$build/python/venv/bin/python" benchmarks/python/bench_python.py --conformance "$build/conformance" \
+      --kernels "$build/tests/kernels/libgexec_test_kernels.so" --tvm-python "$build/conformance/venv/bin/python"
+  fi
   for model in resnet mlp; do  # a model whose run() dominates, and one whose serving does
     python3 benchmarks/triton/bench_triton.py --env "$build/triton-env" --backend-dir "$build/triton/backends" \
       --conformance "$build/conformance" --gexec-run "$build/tools/gexec-run" --model "$model"
@@ -113,5 +159,6 @@ stage tsan tsan_stage
 stage clang-release clang_release_stage
 stage gcc-debug gcc_debug_stage
 stage gcc gcc_stage
+stage python python_stage
 if [ "${GEXEC_SKIP_BENCHMARKS:-0}" != 1 ]; then stage bench bench_stage; fi
 echo "==== all stages: $((SECONDS - total_start)) s"

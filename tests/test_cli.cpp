@@ -197,6 +197,23 @@ TEST_CASE("inputs from .npy files: values, and the file's dtype and shape checke
   CHECK(has(d, "garbage.npy"));
 }
 
+TEST_CASE("a bfloat16 or float8 input from a .npy of uint16 or uint8 bit patterns, as TVM's Python users hold them") {
+  const fs::path dir = scratch("bit_patterns");
+  gexec::save_npy_file(dir / "bf16.npy", gexec::ndarray::from_values<std::uint16_t>({4}, {0x3F80, 0xC000, 0x7FC0, 0x3EAB}));
+  const result b = run_cli(identity_graph(dir, gexec::dtypes::bfloat16, {4}) + " -i v=@" + (dir / "bf16.npy").string());
+  INFO(b.out);
+  CHECK(b.status == 0);
+  CHECK(has(b, ": bfloat16[4] = 1 -2 nan 0.333984\n"));
+  gexec::save_npy_file(dir / "f8.npy", gexec::ndarray::from_values<std::uint8_t>({2}, {0x7E, 0x38}));
+  const result f = run_cli(identity_graph(dir, {gexec::tvm_float8_e4m3_code, 8, 1}, {2}) + " -i v=@" + (dir / "f8.npy").string());
+  CHECK(f.status == 0);
+  CHECK(has(f, "[2] = 448 1\n"));
+  // Other widths are still refused.
+  gexec::save_npy_file(dir / "u32.npy", gexec::ndarray::from_values<std::uint32_t>({4}, {1, 2, 3, 4}));
+  const result w = run_cli(identity_graph(dir, gexec::dtypes::bfloat16, {4}) + " -i v=@" + (dir / "u32.npy").string());
+  CHECK(w.status == 1);
+}
+
 TEST_CASE("every dtype can be given inline and is printed back") {
   const fs::path dir = scratch("dtypes");
   struct dtype_case {

@@ -213,9 +213,26 @@ int find_named(const std::vector<gexec::tensor_info>& infos, const std::string& 
   fail(flag + " " + name + ": the model has no " + kind + " of that name or index (" + kind + "s: " + known + ")");
 }
 
+/// A .npy file read as `dtype`. A bfloat16 or float8 tensor may also come as the uint16 or
+/// uint8 bit patterns TVM 0.19's NDArray.numpy() gives its Python users: read bit for bit.
+gexec::ndarray read_npy_as(const std::string& path, DLDataType dtype) {
+  const bool float8 = dtype.code == gexec::tvm_float8_e4m3_code || dtype.code == gexec::tvm_float8_e5m2_code;
+  if (dtype.code != kDLBfloat && !float8) return gexec::load_npy_file(path, dtype);
+  try {
+    return gexec::load_npy_file(path, dtype);
+  } catch (const gexec::error& e) {
+    if (e.code() != gexec::errc::dtype_mismatch) throw;
+    gexec::ndarray bits = gexec::load_npy_file(path);
+    if (!gexec::same_dtype(bits.dtype(), DLDataType{kDLUInt, dtype.bits, dtype.lanes})) throw;
+    DLTensor t = bits.dltensor();
+    t.dtype = dtype;
+    return gexec::ndarray::view(t, bits.storage_owner());
+  }
+}
+
 gexec::ndarray read_tensor(const std::string& value, const gexec::tensor_info& info, const std::string& what) {
   if (!value.empty() && value.front() == '@') {
-    gexec::ndarray a = gexec::load_npy_file(value.substr(1), info.dtype);
+    gexec::ndarray a = read_npy_as(value.substr(1), info.dtype);
     if (!gexec::same_dtype(a.dtype(), info.dtype))
       throw gexec::error(gexec::errc::dtype_mismatch, what + ": " + value.substr(1) + " holds " + gexec::to_string(a.dtype()) + ", the model wants " +
                                                           gexec::to_string(info.dtype));
@@ -280,7 +297,7 @@ bool check_expected(const std::string& spec, loaded& l, const options& o) {
   if (value.empty() || value.front() != '@') fail("--expected " + spec + ": expected NAME=@FILE.npy");
   const int index = find_named(infos, name, "--expected", "output");
   const gexec::tensor_info& info = infos[static_cast<std::size_t>(index)];
-  const gexec::ndarray want = gexec::load_npy_file(value.substr(1), info.dtype);
+  const gexec::ndarray want = read_npy_as(value.substr(1), info.dtype);
   const gexec::ndarray got = l.output(index);
   const std::string label = "output " + std::to_string(index) + " (" + info.name + ")";
   if (!gexec::same_dtype(want.dtype(), got.dtype()) || !std::equal(want.shape().begin(), want.shape().end(), got.shape().begin(), got.shape().end())) {

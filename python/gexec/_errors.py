@@ -1,0 +1,51 @@
+"""gexec's exceptions: one gexec.Error (a RuntimeError) with the error code, and
+subclasses that are also the built-in exception a Python user expects."""
+
+
+class Error(RuntimeError):
+    """A failure gexec detected. ``code`` is gexec::errc's name ("invalid_graph", ...),
+    ``errno`` its number, ``message`` gexec's message (naming the file, node, field and
+    value at fault)."""
+
+    def __init__(self, message, code="unknown", errno=0):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.errno = errno
+
+    def __str__(self):
+        return "gexec: %s: %s" % (self.code, self.message)
+
+
+class NotFoundError(Error, KeyError):
+    """An unknown name: an input, output, node, parameter or function."""
+
+    def __str__(self):  # KeyError would quote the message
+        return Error.__str__(self)
+
+
+class InvalidArgumentError(Error, ValueError):
+    """A value of the wrong shape, dtype, device or alignment, or otherwise unusable."""
+
+
+class UnsupportedError(Error, NotImplementedError):
+    """A valid request this build of gexec does not implement."""
+
+
+_VALUE_ERRORS = {
+    "invalid_argument", "shape_mismatch", "dtype_mismatch", "device_mismatch",
+    "misaligned", "invalid_dtype",
+}
+
+
+def make_error(errno, code, message):
+    """The exception for a gexec::error (called by the extension)."""
+    if code in ("not_found", "symbol_not_found"):
+        cls = NotFoundError
+    elif code in _VALUE_ERRORS:
+        cls = InvalidArgumentError
+    elif code == "unsupported":
+        cls = UnsupportedError
+    else:
+        cls = Error
+    return cls(message, code, errno)

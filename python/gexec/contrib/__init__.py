@@ -1,0 +1,1 @@
+"""TVM-named contributions: graph_executor, debugger.debug_executor."""

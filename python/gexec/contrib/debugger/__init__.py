@@ -1,0 +1,1 @@
+"""The debugging graph executor, as tvm.contrib.debugger."""

@@ -1,0 +1,48 @@
+"""gexec.Model: a model loaded once (weights, plan, kernels) and instantiated once per
+thread; beyond TVM's Python API."""
+
+import os
+
+from . import _gexec
+from .contrib.graph_executor import ExecutorModule, GraphModule
+
+
+class Model:
+    """A graph bound to its kernels, planned, with its parameters loaded once. Immutable
+    and shared: ``instantiate()`` makes a GraphModule holding only its activations, one
+    per thread; their run() calls release the GIL and run in parallel.
+
+    ``Model.load("model.so")`` (export_library's single file) or
+    ``Model.load(("graph.json", "lib.so", "params.bin"))``; ``num_threads`` gives the
+    model a thread pool of its own for the kernels' parallel loops, ``planner``
+    ("as_compiled", "liveness") and ``policy`` ("sequential", "parallel") choose by name.
+    """
+
+    def __init__(self, base):
+        self._m = base
+
+    @staticmethod
+    def load(path_or_three_files, num_threads=None, planner=None, policy=None):
+        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)):
+            raise TypeError("num_threads must be an int")
+        for what, v in (("planner", planner), ("policy", policy)):
+            if v is not None and not isinstance(v, str):
+                raise TypeError("%s must be a str naming it" % what)
+        if isinstance(path_or_three_files, (str, os.PathLike)):
+            return Model(_gexec.ModelBase.load_single(os.fspath(path_or_three_files), num_threads, planner, policy))
+        if isinstance(path_or_three_files, (list, tuple)) and len(path_or_three_files) == 3:
+            g, lib, params = (os.fspath(p) for p in path_or_three_files)
+            return Model(_gexec.ModelBase.load_three(g, lib, params, num_threads, planner, policy))
+        raise TypeError("Model.load takes a single-file library path or (graph.json, lib.so, params.bin)")
+
+    def instantiate(self):
+        """A new GraphModule over this model: its own activations, the model's weights."""
+        return GraphModule(ExecutorModule(self._m.instantiate()))
+
+    @property
+    def param_bytes(self):
+        return self._m.param_bytes
+
+    @property
+    def policy(self):
+        return self._m.policy or "sequential"

@@ -1,0 +1,122 @@
+"""Modules and parameter files, as tvm.runtime: load_module, Module, save_param_dict,
+load_param_dict, and the NDArray and Device types."""
+
+import os
+
+from . import _gexec
+from ._device import Device, cpu, cuda, device, to_devices  # noqa: F401 (re-exported as in tvm.runtime)
+from ._errors import NotFoundError, UnsupportedError
+from .nd import NDArray, _as_input, array
+
+__all__ = ["Module", "load_module", "save_param_dict", "load_param_dict", "save_param_dict_to_file",
+           "load_param_dict_from_file", "NDArray", "Device", "device", "cpu", "cuda"]
+
+
+class Module:
+    """A loaded kernel library, as tvm.runtime.Module.
+
+    A library made by TVM's ``export_library`` carries the graph and the parameters:
+    ``lib["default"](dev)`` makes a graph executor module over them (wrap it in
+    ``graph_executor.GraphModule``), ``lib["get_graph_json"]()`` and
+    ``lib["get_graph_params"]()`` return what it carries. A library holding kernels only
+    (``lib.so`` beside ``graph.json``) is passed to ``graph_executor.create``.
+    """
+
+    type_key = "library"
+
+    def __init__(self, lib):
+        self._lib = lib
+
+    @property
+    def path(self):
+        return self._lib.path
+
+    @property
+    def imported_modules(self):
+        return []
+
+    def _factory_function(self, name):
+        lib = self._lib
+        if not lib.is_factory:
+            return None
+        if name == lib.module_name():
+            def create_executor(*devices):
+                if len(devices) == 1 and isinstance(devices[0], (list, tuple)):
+                    devices = devices[0]
+                from .contrib.graph_executor import ExecutorModule
+                return ExecutorModule(lib.factory_create(to_devices(list(devices) or [cpu(0)])))
+            return create_executor
+        if name == "get_graph_json":
+            return lib.graph_json
+        if name in ("get_graph_params", "get_params"):
+            return lib.graph_params
+        return None
+
+    def implements_function(self, name, query_imports=False):
+        return self._factory_function(name) is not None or self._lib.has_function(name)
+
+    def get_function(self, name, query_imports=False):
+        """The function ``name``: for a single-file library, the module name ("default"),
+        "get_graph_json" and "get_graph_params". Kernels themselves run through a graph;
+        calling one from Python is not supported."""
+        if not isinstance(name, str):
+            raise TypeError("function name must be a str, not %s" % type(name).__name__)
+        f = self._factory_function(name)
+        if f is not None:
+            return f
+        if self._lib.has_function(name):
+            raise UnsupportedError("%s: calling kernel %r from Python is not supported; run it through a graph"
+                                   % (self._lib.path, name), "unsupported")
+        raise AttributeError("Module has no function '%s'" % name)
+
+    def __getitem__(self, name):
+        return self.get_function(name)
+
+    def __repr__(self):
+        return "Module(%s, %s)" % (self.type_key, self._lib.path)
+
+
+def load_module(path, fmt=""):
+    """Loads a TVM-compiled kernel library (export_library's .so), as tvm.runtime.load_module."""
+    if fmt not in ("", "so"):
+        raise ValueError("load_module: format %r is not supported (shared libraries only)" % fmt)
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ValueError("cannot find file %s" % path)
+    return Module(_gexec.Library.load(path))
+
+
+def _items(params):
+    if not isinstance(params, dict):
+        raise TypeError("params must be a dict of name -> NDArray or numpy array, not %s" % type(params).__name__)
+    out = []
+    for name, value in params.items():
+        if not isinstance(name, str):
+            raise TypeError("parameter names must be str, not %s" % type(name).__name__)
+        out.append((name, value if isinstance(value, NDArray) else array(_as_input(value))))
+    return out
+
+
+def save_param_dict(params):
+    """The bytes of TVM's parameter format for ``params`` (name -> NDArray or numpy), as
+    tvm.runtime.save_param_dict; a bytearray, as TVM returns."""
+    return bytearray(_gexec._save_param_dict(_items(params)))
+
+
+def save_param_dict_to_file(params, path):
+    """Writes ``params`` to ``path`` in TVM's parameter format."""
+    _gexec._save_param_dict_file(_items(params), os.fspath(path))
+
+
+def load_param_dict(param_bytes):
+    """name -> NDArray from TVM's parameter bytes, as tvm.runtime.load_param_dict."""
+    if isinstance(param_bytes, (bytearray, memoryview)):
+        param_bytes = bytes(param_bytes)
+    if not isinstance(param_bytes, bytes):
+        raise TypeError("param_bytes must be bytes or bytearray, not %s" % type(param_bytes).__name__)
+    return _gexec._load_param_dict(param_bytes)
+
+
+def load_param_dict_from_file(path, mmap=False):
+    """name -> NDArray from a parameter file; ``mmap=True`` maps it and views aligned tensors."""
+    return _gexec._load_param_dict_file(os.fspath(path), bool(mmap))

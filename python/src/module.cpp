@@ -1,0 +1,588 @@
+// gexec._gexec: the compiled half of the Python package. It exposes gexec's public C++
+// API almost as is; the TVM-named Python API (gexec.runtime, gexec.contrib, gexec.nd) is
+// written in Python over it. Arrays cross as DLPack (nanobind's ndarray): numpy, PyTorch
+// or anything with __dlpack__ in; NDArray (a gexec::ndarray) out.
+
+#include <gexec/contrib/sort.hpp>
+#include <gexec/debug.hpp>
+#include <gexec/executor.hpp>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <Python.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using executor_type = gexec::graph_executor<>;
+using in_array = nb::ndarray<nb::ro>;   // any array, read-only allowed: set_input copies it or kernels only read it
+using out_array = nb::ndarray<>;        // written by the executor
+
+// ---- errors -------------------------------------------------------------------------
+
+// gexec._errors.make_error(code, name, message) -> exception instance; set at import.
+// Never released: it lives as long as the interpreter does.
+PyObject* error_factory = nullptr;
+
+void raise_gexec_error(const gexec::error& e) {
+  if (!error_factory) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return;
+  }
+  const std::string_view code = gexec::to_string(e.code());
+  const std::string_view message = e.message();
+  // Messages quote file names and graph text: bytes that are not UTF-8 are replaced.
+  PyObject* args = Py_BuildValue("(iNN)", static_cast<int>(e.code()),
+                                 PyUnicode_DecodeUTF8(code.data(), static_cast<Py_ssize_t>(code.size()), "replace"),
+                                 PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "replace"));
+  if (!args) return;
+  PyObject* inst = PyObject_CallObject(error_factory, args);
+  Py_DECREF(args);
+  if (!inst) return;  // the factory's own exception stands
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(inst)), inst);
+  Py_DECREF(inst);
+}
+
+// ---- dtypes -------------------------------------------------------------------------
+
+// What numpy holds for a gexec dtype: bool (TVM's uint1) as numpy's bool, bfloat16 as its
+// uint16 bit patterns (TVM 0.19's NDArray.numpy()), 4-bit and float8 types one byte each.
+nb::dlpack::dtype to_python_dtype(DLDataType t) {
+  if (t.code == kDLUInt && t.bits == 1) return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bool), 8, 1};
+  if (t.code == kDLBfloat) return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::UInt), 16, t.lanes};
+  if (t.code == gexec::tvm_float8_e4m3_code || t.code == gexec::tvm_float8_e5m2_code)
+    return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::UInt), 8, t.lanes};
+  if (t.bits == 4) return {t.code, 8, t.lanes};
+  return {t.code, t.bits, t.lanes};
+}
+
+// A Python array's dtype as gexec names it: DLPack's bool (code 6, which TVM's float8 e4m3
+// also uses) is TVM's uint1.
+DLDataType from_python_dtype(nb::dlpack::dtype d) {
+  if (d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bool)) return {kDLUInt, 1, 1};
+  return {d.code, d.bits, d.lanes};
+}
+
+// The given dtype read as `expected` where TVM's Python users hold `expected` in another
+// type of the same width: bfloat16 as uint16 bits, float8 as uint8, int4/uint4 as a byte.
+DLDataType adapt_dtype(DLDataType given, DLDataType expected) {
+  if (gexec::same_dtype(given, expected) || given.lanes != expected.lanes) return given;
+  const bool given_uint = given.code == kDLUInt;
+  if (expected.code == kDLBfloat && given_uint && given.bits == 16) return expected;
+  if ((expected.code == gexec::tvm_float8_e4m3_code || expected.code == gexec::tvm_float8_e5m2_code) && given.bits == 8 &&
+      (given_uint || given.code == kDLInt))
+    return expected;
+  if (expected.bits == 4 && given.bits == 8 && given.code == expected.code) return expected;
+  return given;
+}
+
+// ---- arrays in and out --------------------------------------------------------------
+
+// Keeps a Python array alive from a gexec::ndarray; released with the GIL held, whichever
+// thread drops the last reference.
+template <class Array>
+std::shared_ptr<const void> keep(const Array& a) {
+  return std::shared_ptr<const void>(new Array(a), [](const void* p) {
+    nb::gil_scoped_acquire gil;
+    delete static_cast<const Array*>(p);
+  });
+}
+
+// A gexec view of a Python array (no copy); `expected` adapts its dtype (adapt_dtype).
+template <class Array>
+gexec::ndarray view_of(const Array& a, std::optional<DLDataType> expected = std::nullopt) {
+  std::vector<std::int64_t> shape(a.ndim()), strides(a.ndim());
+  bool compact = true;
+  std::int64_t want = 1;
+  for (std::size_t i = a.ndim(); i-- > 0;) {
+    shape[i] = static_cast<std::int64_t>(a.shape(i));
+    strides[i] = a.stride(i);
+    if (shape[i] != 1 && strides[i] != want) compact = false;
+    want *= shape[i];
+  }
+  DLTensor t{};
+  t.data = const_cast<void*>(static_cast<const void*>(a.data()));
+  t.device = {static_cast<DLDeviceType>(a.device_type()), a.device_id()};
+  t.ndim = static_cast<int>(a.ndim());
+  t.dtype = from_python_dtype(a.dtype());
+  if (expected) t.dtype = adapt_dtype(t.dtype, *expected);
+  t.shape = shape.data();
+  t.strides = compact ? nullptr : strides.data();
+  return gexec::ndarray::view(t, keep(a));
+}
+
+std::vector<std::size_t> size_shape(const gexec::ndarray& a) {
+  return {a.shape().begin(), a.shape().end()};
+}
+
+void require_host_compact(const gexec::ndarray& a, const char* what) {
+  if (!a.defined()) throw gexec::error(gexec::errc::invalid_argument, std::string(what) + ": undefined NDArray");
+  if (a.device().device_type != kDLCPU)
+    throw gexec::error(gexec::errc::device_mismatch, std::string(what) + ": the NDArray is on " + gexec::to_string(a.device()));
+  if (!a.is_contiguous()) throw gexec::error(gexec::errc::invalid_argument, std::string(what) + ": the NDArray is strided");
+}
+
+// A numpy array holding a copy of `a`'s elements.
+nb::object numpy_copy(const gexec::ndarray& a) {
+  require_host_compact(a, "numpy");
+  const std::size_t bytes = static_cast<std::size_t>(a.byte_size());
+  auto* buffer = new std::byte[bytes == 0 ? 1 : bytes];
+  nb::capsule owner(buffer, [](void* p) noexcept { delete[] static_cast<std::byte*>(p); });
+  if (bytes) std::memcpy(buffer, a.data(), bytes);
+  const auto shape = size_shape(a);
+  return nb::ndarray<nb::numpy>(buffer, shape.size(), shape.data(), owner, nullptr, to_python_dtype(a.dtype())).cast();
+}
+
+// A numpy array sharing `a`'s memory; it keeps that memory alive.
+nb::object numpy_view(const gexec::ndarray& a) {
+  require_host_compact(a, "numpy_view");
+  auto* held = new gexec::ndarray(a);
+  nb::capsule owner(held, [](void* p) noexcept { delete static_cast<gexec::ndarray*>(p); });
+  const auto shape = size_shape(a);
+  return nb::ndarray<nb::numpy>(a.data(), shape.size(), shape.data(), owner, nullptr, to_python_dtype(a.dtype())).cast();
+}
+
+void dlpack_capsule_destructor(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, "dltensor")) return;  // a consumer took it ("used_dltensor")
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (managed && managed->deleter) managed->deleter(managed);
+}
+
+// The DLPack capsule of `a` (the array API's __dlpack__); bool leaves as DLPack's bool.
+nb::object dlpack_capsule(const gexec::ndarray& a) {
+  DLManagedTensor* managed = a.to_dlpack();
+  DLDataType& t = managed->dl_tensor.dtype;
+  if (t.code == kDLUInt && t.bits == 1) t = {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bool), 8, t.lanes};
+  PyObject* capsule = PyCapsule_New(managed, "dltensor", dlpack_capsule_destructor);
+  if (!capsule) {
+    managed->deleter(managed);
+    throw nb::python_error();
+  }
+  return nb::steal(capsule);
+}
+
+DLDevice to_device(std::pair<int, int> d) { return {static_cast<DLDeviceType>(d.first), d.second}; }
+std::vector<DLDevice> to_devices(const std::vector<std::pair<int, int>>& ds) {
+  std::vector<DLDevice> out;
+  for (auto d : ds) out.push_back(to_device(d));
+  return out;
+}
+
+// A host copy of `src` in a fresh 64-byte aligned NDArray (nd.array).
+gexec::ndarray array_copy(const in_array& src) {
+  gexec::ndarray view = view_of(src);
+  if (view.device().device_type != kDLCPU)
+    throw gexec::error(gexec::errc::unsupported, "nd.array: copying from " + gexec::to_string(view.device()) +
+                                                     " is not supported (this build runs on the host only)");
+  gexec::ndarray out = gexec::ndarray::empty(std::vector<std::int64_t>(view.shape().begin(), view.shape().end()), view.dtype());
+  if (view.is_contiguous()) {
+    if (out.byte_size()) std::memcpy(out.data(), view.data(), out.byte_size());
+  } else {
+    // numpy arrays reach here already compact (gexec.nd makes them so); anything else
+    // strided is made compact by the Python side too.
+    throw gexec::error(gexec::errc::invalid_argument, "nd.array: a strided array (make it contiguous first)");
+  }
+  return out;
+}
+
+// ---- the GIL ------------------------------------------------------------------------
+
+// Python < 3.14 ends a daemon thread that takes the GIL back after the interpreter began
+// exiting with pthread_exit, which unwinds through noexcept frames and aborts the whole
+// process. So a thread leaving run() after gexec's atexit hook (_at_exit) parks until
+// the process ends instead, and the hook lets threads already on their way back take
+// the GIL first, before the interpreter starts to finalize.
+std::mutex exit_mu;
+std::condition_variable exit_cv;
+bool exiting = false;  // guarded by exit_mu
+int restoring = 0;     // guarded by exit_mu: threads between leaving C++ and holding the GIL
+
+[[noreturn]] void park_until_exit() noexcept {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+/// Releases the GIL for a run, as nb::gil_scoped_release, but parks instead of taking it
+/// back once the interpreter is exiting (see above).
+class gil_released {
+ public:
+  gil_released() noexcept : state_(PyEval_SaveThread()) {}
+  gil_released(const gil_released&) = delete;
+  gil_released& operator=(const gil_released&) = delete;
+  ~gil_released() {
+    {
+      std::unique_lock lock(exit_mu);
+      if (exiting) {
+        lock.unlock();
+        park_until_exit();
+      }
+      ++restoring;
+    }
+    PyEval_RestoreThread(state_);
+    std::lock_guard lock(exit_mu);
+    --restoring;
+    exit_cv.notify_all();
+  }
+
+ private:
+  PyThreadState* state_;
+};
+
+void at_exit() {
+  {
+    std::lock_guard lock(exit_mu);
+    exiting = true;
+  }
+  nb::gil_scoped_release nogil;  // threads on their way back take the GIL and go on
+  std::unique_lock lock(exit_mu);
+  exit_cv.wait(lock, [] { return restoring == 0; });
+}
+
+// ---- executors and models -----------------------------------------------------------
+
+struct executor_box {
+  executor_type ex;
+  std::string policy;  // empty: run()'s default (the flat loop)
+
+  void check_input(int index) const {
+    if (index < 0 || index >= ex.get_num_inputs())
+      throw nb::index_error(("input index " + std::to_string(index) + " out of range (" + std::to_string(ex.get_num_inputs()) +
+                             " inputs)").c_str());
+  }
+  void check_output(int index) const {
+    if (index < 0 || index >= ex.get_num_outputs())
+      throw nb::index_error(("output index " + std::to_string(index) + " out of range (" + std::to_string(ex.get_num_outputs()) +
+                             " outputs)").c_str());
+  }
+  DLDataType input_dtype(int index) const {
+    const auto& m = *ex.get_model_state();
+    return m.compact().dltype[m.input_entry(static_cast<std::size_t>(index))];
+  }
+  DLDataType output_dtype(int index) const { return ex.get_output_info()[static_cast<std::size_t>(index)].dtype; }
+  int index_of(std::string_view name) const {
+    const int i = ex.get_input_index(name);
+    if (i < 0) throw gexec::error(gexec::errc::not_found, "no input named \"" + std::string(name) + "\"");
+    return i;
+  }
+  void run() {
+    if (policy.empty()) return ex.run();
+    gexec::with_policy(policy, [&](auto p) { ex.run(p); });
+  }
+};
+
+struct model_box {
+  gexec::model m;
+  std::string policy;
+};
+
+gexec::model_options make_options(std::optional<int> num_threads, std::optional<std::string> planner) {
+  gexec::model_options o;
+  if (num_threads) {
+    if (*num_threads < 1) throw nb::value_error("num_threads must be at least 1");
+    o.runtime = gexec::runtime::create({.num_threads = *num_threads});
+    gexec::contrib::register_sort_functions(*o.runtime);
+  }
+  if (planner) o.planner = gexec::planner_named(*planner);
+  return o;
+}
+
+std::string checked_policy(std::optional<std::string> policy) {
+  if (!policy) return {};
+  gexec::with_policy(*policy, [](auto) {});  // an unknown name fails here, naming the choices
+  return *policy;
+}
+
+struct library_box {
+  gexec::module lib;
+  std::optional<gexec::factory> fac;  // when the library embeds a graph (export_library's single file)
+};
+
+nb::dict param_dict_to_python(const gexec::param_dict& d) {
+  nb::dict out;
+  for (const auto& [name, value] : d) out[nb::str(name.data(), name.size())] = nb::cast(value);
+  return out;
+}
+
+gexec::param_dict param_dict_from_python(const std::vector<std::pair<std::string, gexec::ndarray>>& items) {
+  gexec::param_dict d;
+  for (const auto& [name, value] : items) d.set(name, value);
+  return d;
+}
+
+nb::bytes to_bytes(const std::vector<std::byte>& v) { return nb::bytes(reinterpret_cast<const char*>(v.data()), v.size()); }
+
+}  // namespace
+
+NB_MODULE(_gexec, m) {
+  m.doc() = "gexec's compiled core; use the gexec package";
+  m.attr("__version__") = GEXEC_PYTHON_VERSION;
+  m.attr("version") = GEXEC_VERSION_STRING;
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const gexec::error& e) {
+      raise_gexec_error(e);
+    }
+  });
+  m.def("_at_exit", &at_exit, "Called by gexec's atexit hook, before the interpreter finalizes.");
+  m.def("_set_error_factory", [](nb::object f) {
+    Py_XDECREF(error_factory);
+    error_factory = f.release().ptr();
+  });
+  m.def("_errc_names", [] {
+    std::vector<std::pair<int, std::string>> out;
+    for (int c = 1; c <= static_cast<int>(gexec::errc::device_error); ++c)
+      out.emplace_back(c, std::string(gexec::to_string(static_cast<gexec::errc>(c))));
+    return out;
+  });
+
+  // A daemon thread still inside run() when the interpreter exits holds its objects for
+  // ever; nanobind would report them as leaks. GEXEC_PYTHON_LEAK_WARNINGS=1 turns the
+  // report on (for hunting reference-counting bugs in this file).
+  const char* leaks = std::getenv("GEXEC_PYTHON_LEAK_WARNINGS");
+  nb::set_leak_warnings(leaks != nullptr && std::string_view(leaks) == "1");
+
+  // TVM's runtime registered tvm.contrib.sort.* in every process; so does gexec's package.
+  gexec::contrib::register_sort_functions();
+
+  nb::class_<gexec::ndarray>(m, "NDArrayBase")
+      .def_prop_ro("shape", [](const gexec::ndarray& a) {
+        nb::list l;
+        for (auto d : a.shape()) l.append(d);
+        return nb::tuple(l);
+      })
+      .def_prop_ro("dtype", [](const gexec::ndarray& a) { return gexec::to_string(a.dtype()); })
+      .def_prop_ro("_device", [](const gexec::ndarray& a) { return std::pair<int, int>(a.device().device_type, a.device().device_id); })
+      .def_prop_ro("ndim", &gexec::ndarray::ndim)
+      .def_prop_ro("defined", &gexec::ndarray::defined)
+      .def_prop_ro("nbytes", &gexec::ndarray::byte_size)
+      .def_prop_ro("_data_ptr", [](const gexec::ndarray& a) { return reinterpret_cast<std::uintptr_t>(a.data()); })
+      .def_prop_ro("is_contiguous", &gexec::ndarray::is_contiguous)
+      .def("numpy", &numpy_copy, "A numpy array holding a copy of the elements (bfloat16 as uint16 bits).")
+      .def("numpy_view", &numpy_view,
+           "A numpy array sharing this NDArray's memory (no copy); it keeps that memory alive. An executor's "
+           "output view changes at the executor's next run().")
+      .def("_copyfrom_array", [](const gexec::ndarray& self, const in_array& src) {
+        require_host_compact(self, "copyfrom");
+        self.copy_from(view_of(src, self.dtype()));
+      })
+      .def("_copyfrom_ndarray", [](const gexec::ndarray& self, const gexec::ndarray& src) { self.copy_from(src); })
+      .def("_copy", &gexec::ndarray::copy)
+      .def("__dlpack__", [](const gexec::ndarray& a, nb::kwargs) { return dlpack_capsule(a); })
+      .def("__dlpack_device__", [](const gexec::ndarray& a) {
+        return std::pair<int, int>(a.device().device_type, a.device().device_id);
+      });
+
+  m.def("_empty", [](const std::vector<std::int64_t>& shape, std::string_view dtype, std::pair<int, int> device) {
+    return gexec::ndarray::empty(shape, gexec::parse_dtype(dtype), to_device(device));
+  });
+  m.def("_array", &array_copy);
+  m.def("_parse_dtype", [](std::string_view s) { return gexec::to_string(gexec::parse_dtype(s)); });
+  m.def("_numpy_dtype_of", [](std::string_view s) {
+    auto d = to_python_dtype(gexec::parse_dtype(s));
+    return std::tuple<int, int, int>(d.code, d.bits, d.lanes);
+  });
+
+  // ---- parameters -------------------------------------------------------------------
+  m.def("_load_param_dict", [](nb::bytes b) {
+    return param_dict_to_python(gexec::load_param_dict(std::string_view(b.c_str(), b.size())));
+  });
+  m.def("_load_param_dict_file", [](const std::string& path, bool mmap) {
+    return param_dict_to_python(gexec::load_param_dict_file(path, mmap ? gexec::load_mode::mmap : gexec::load_mode::copy));
+  });
+  m.def("_save_param_dict", [](const std::vector<std::pair<std::string, gexec::ndarray>>& items) {
+    return to_bytes(gexec::save_param_dict(param_dict_from_python(items)));
+  });
+  m.def("_save_param_dict_file", [](const std::vector<std::pair<std::string, gexec::ndarray>>& items, const std::string& path) {
+    gexec::save_param_dict_file(param_dict_from_python(items), path);
+  });
+
+  // ---- executors --------------------------------------------------------------------
+  nb::class_<executor_box>(m, "Executor")
+      .def_prop_ro("num_inputs", [](const executor_box& b) { return b.ex.get_num_inputs(); })
+      .def_prop_ro("num_outputs", [](const executor_box& b) { return b.ex.get_num_outputs(); })
+      .def("get_num_inputs", [](const executor_box& b) { return b.ex.get_num_inputs(); })
+      .def("get_num_outputs", [](const executor_box& b) { return b.ex.get_num_outputs(); })
+      .def("get_input_index", [](const executor_box& b, std::string_view name) { return b.ex.get_input_index(name); })
+      .def("get_output_index", [](const executor_box& b, std::string_view name) { return b.ex.get_output_index(name); })
+      .def("set_input", [](executor_box& b, int i, const gexec::ndarray& v) { b.check_input(i); b.ex.set_input(i, v); })
+      .def("set_input", [](executor_box& b, int i, const in_array& v) {
+        b.check_input(i);
+        b.ex.set_input(i, view_of(v, b.input_dtype(i)));
+      })
+      .def("set_input", [](executor_box& b, std::string_view n, const gexec::ndarray& v) { b.ex.set_input(b.index_of(n), v); })
+      .def("set_input", [](executor_box& b, std::string_view n, const in_array& v) {
+        const int i = b.index_of(n);
+        b.ex.set_input(i, view_of(v, b.input_dtype(i)));
+      })
+      .def("set_input_zero_copy", [](executor_box& b, int i, const gexec::ndarray& v) { b.check_input(i); b.ex.set_input_zero_copy(i, v); })
+      .def("set_input_zero_copy", [](executor_box& b, int i, const in_array& v) {
+        b.check_input(i);
+        b.ex.set_input_zero_copy(i, view_of(v, b.input_dtype(i)));
+      })
+      .def("set_input_zero_copy", [](executor_box& b, std::string_view n, const gexec::ndarray& v) { b.ex.set_input_zero_copy(b.index_of(n), v); })
+      .def("set_input_zero_copy", [](executor_box& b, std::string_view n, const in_array& v) {
+        const int i = b.index_of(n);
+        b.ex.set_input_zero_copy(i, view_of(v, b.input_dtype(i)));
+      })
+      .def("set_output_zero_copy", [](executor_box& b, int i, const gexec::ndarray& v) { b.check_output(i); b.ex.set_output_zero_copy(i, v); })
+      .def("set_output_zero_copy", [](executor_box& b, int i, const out_array& v) {
+        b.check_output(i);
+        b.ex.set_output_zero_copy(i, view_of(v, b.output_dtype(i)));
+      })
+      .def("run", &executor_box::run, nb::call_guard<gil_released>(),
+           "Runs the graph once, without the GIL: other Python threads run meanwhile.")
+      .def("get_output", [](const executor_box& b, int i) { b.check_output(i); return b.ex.get_output(i); })
+      .def("copy_output_to", [](executor_box& b, int i, const gexec::ndarray& dst) { b.check_output(i); b.ex.copy_output_to(i, dst); })
+      .def("copy_output_to", [](executor_box& b, int i, const out_array& dst) {
+        b.check_output(i);
+        b.ex.copy_output_to(i, view_of(dst, b.output_dtype(i)));
+      })
+      .def("output_numpy", [](const executor_box& b, int i) { b.check_output(i); return numpy_copy(b.ex.get_output(i)); })
+      .def("get_input", [](const executor_box& b, int i) { b.check_input(i); return b.ex.get_input(i); })
+      .def("get_input", [](const executor_box& b, std::string_view n) { return b.ex.get_input(b.index_of(n)); })
+      .def("get_input_info", [](const executor_box& b) {
+        std::vector<std::tuple<std::string, std::vector<std::int64_t>, std::string>> out;
+        for (auto& t : b.ex.get_input_info()) out.emplace_back(t.name, t.shape, gexec::to_string(t.dtype));
+        return out;
+      })
+      .def("get_output_info", [](const executor_box& b) {
+        std::vector<std::tuple<std::string, std::vector<std::int64_t>, std::string>> out;
+        for (auto& t : b.ex.get_output_info()) out.emplace_back(t.name, t.shape, gexec::to_string(t.dtype));
+        return out;
+      })
+      .def("load_params", [](executor_box& b, nb::bytes blob) { b.ex.load_params(std::string_view(blob.c_str(), blob.size())); })
+      .def("load_params_file", [](executor_box& b, const std::string& path) { b.ex.load_params_file(path); })
+      .def("share_params", [](executor_box& b, const executor_box& other, nb::bytes blob) {
+        b.ex.share_params(other.ex, std::string_view(blob.c_str(), blob.size()));
+      })
+      .def("debug_get_output", [](executor_box& b, std::string_view node, std::uint32_t index) { return b.ex.debug_get_output(node, index); })
+      .def("debug_get_output_node", [](executor_box& b, int nid) {
+        const auto& g = b.ex.get_model_state()->compact();
+        if (nid < 0 || static_cast<std::uint32_t>(nid) >= g.num_nodes())
+          throw nb::index_error(("node index " + std::to_string(nid) + " out of range (" + std::to_string(g.num_nodes()) + " nodes)").c_str());
+        return b.ex.debug_get_output(g.entry_id(static_cast<std::uint32_t>(nid), 0));
+      })
+      .def("num_nodes", [](const executor_box& b) { return b.ex.get_model_state()->compact().num_nodes(); })
+      .def("node_name", [](const executor_box& b, std::uint32_t nid) { return std::string(b.ex.get_model_state()->compact().name(nid)); })
+      .def("node_num_outputs", [](const executor_box& b, std::uint32_t nid) { return b.ex.get_model_state()->compact().num_outputs(nid); })
+      .def("storage_bytes", [](const executor_box& b) { return b.ex.storage_bytes(); })
+      // TVM's debug executor (gexec/debug.hpp): every node's outputs from one run, each
+      // node timed alone, and the profile table.
+      .def("debug_get_outputs", [](executor_box& b) {
+        std::vector<std::tuple<std::uint32_t, std::uint32_t, gexec::ndarray>> out;
+        for (auto& o : gexec::debug_get_outputs(b.ex)) out.emplace_back(o.node_id, o.index, std::move(o.value));
+        return out;
+      })
+      .def("run_individual", [](executor_box& b, int repeat, int number, int min_repeat_ms, int limit_zero_time_iterations,
+                                int cooldown_interval_ms, int repeats_to_cooldown) {
+        gexec::benchmark_options o{repeat, number, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown};
+        gil_released nogil;
+        return gexec::run_individual(b.ex, o);
+      })
+      .def("run_individual_node", [](executor_box& b, int nid, int repeat, int number, int min_repeat_ms, int limit_zero_time_iterations,
+                                     int cooldown_interval_ms, int repeats_to_cooldown) {
+        if (nid < 0 || static_cast<std::uint32_t>(nid) >= b.ex.get_model_state()->compact().num_nodes())
+          throw nb::index_error(("node index " + std::to_string(nid) + " out of range").c_str());
+        gexec::benchmark_options o{repeat, number, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown};
+        gil_released nogil;
+        return gexec::run_individual_node(b.ex, static_cast<std::uint32_t>(nid), o);
+      })
+      .def("profile_table", [](executor_box& b, int warmup, int repeat, int number) {
+        gexec::profile_options o;
+        o.warmup = warmup;
+        o.repeat = repeat;
+        o.number = number;
+        gexec::profile_report r;
+        {
+          gil_released nogil;
+          r = gexec::profile(b.ex, o);
+        }
+        return std::pair<std::string, double>(r.table(), r.run_time);
+      })
+      .def_rw("policy", &executor_box::policy)
+      .def(
+          "benchmark",
+          [](executor_box& b, int repeat, int number, int min_repeat_ms, int limit_zero_time_iterations, int cooldown_interval_ms,
+             int repeats_to_cooldown) {
+            gexec::benchmark_options o{repeat, number, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown};
+            gil_released nogil;
+            return gexec::benchmark([&b] { b.run(); }, o).results;
+          },
+          "repeat"_a, "number"_a, "min_repeat_ms"_a, "limit_zero_time_iterations"_a, "cooldown_interval_ms"_a, "repeats_to_cooldown"_a);
+
+  m.def(
+      "_benchmark_callable",
+      [](nb::callable f, int repeat, int number, int min_repeat_ms, int limit_zero_time_iterations, int cooldown_interval_ms,
+         int repeats_to_cooldown) {
+        gexec::benchmark_options o{repeat, number, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown};
+        return gexec::benchmark([&f] { f(); }, o).results;
+      });
+
+  nb::class_<model_box>(m, "ModelBase")
+      .def_static(
+          "load_single",
+          [](const std::string& path, std::optional<int> num_threads, std::optional<std::string> planner, std::optional<std::string> policy) {
+            auto o = make_options(num_threads, planner);
+            auto p = checked_policy(policy);
+            return model_box{gexec::model::load(path, std::move(o)), p};
+          },
+          "path"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none())
+      .def_static(
+          "load_three",
+          [](const std::string& graph, const std::string& lib, const std::string& params, std::optional<int> num_threads,
+             std::optional<std::string> planner, std::optional<std::string> policy) {
+            auto o = make_options(num_threads, planner);
+            auto p = checked_policy(policy);
+            return model_box{gexec::model::load(graph, lib, params, std::move(o)), p};
+          },
+          "graph"_a, "lib"_a, "params"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none())
+      .def("instantiate", [](const model_box& b) { return executor_box{b.m.instantiate(), b.policy}; })
+      .def_prop_ro("param_bytes", [](const model_box& b) { return b.m.param_bytes(); })
+      .def_prop_ro("policy", [](const model_box& b) { return b.policy; });
+
+  nb::class_<library_box>(m, "Library")
+      .def_static("load", [](const std::string& path) {
+        library_box b{gexec::load_module(path), std::nullopt};
+        if (b.lib.has_symbol("__tvm_dev_mblob")) b.fac.emplace(b.lib);
+        return b;
+      })
+      .def_prop_ro("is_factory", [](const library_box& b) { return b.fac.has_value(); })
+      .def_prop_ro("path", [](const library_box& b) { return b.lib.path().string(); })
+      .def("has_function", [](const library_box& b, std::string_view name) { return static_cast<bool>(b.lib.get_function(name)); })
+      .def("module_name", [](const library_box& b) { return b.fac ? b.fac->module_name() : std::string(); })
+      .def("graph_json", [](const library_box& b) { return b.fac ? b.fac->graph_json() : std::string(); })
+      .def("graph_params", [](const library_box& b) { return b.fac ? param_dict_to_python(b.fac->params()) : nb::dict(); })
+      .def("factory_create", [](const library_box& b, const std::vector<std::pair<int, int>>& devices) {
+        if (!b.fac)
+          throw gexec::error(gexec::errc::invalid_module, b.lib.path().string() + " embeds no graph: it is a kernel library "
+                                                          "(pass it to graph_executor.create with the graph JSON)");
+        return executor_box{b.fac->create(to_devices(devices)), {}};
+      });
+
+  m.def("_create", [](std::string_view graph_json, const library_box& lib, const std::vector<std::pair<int, int>>& devices) {
+    return executor_box{gexec::create(graph_json, lib.lib, to_devices(devices)), {}};
+  });
+}

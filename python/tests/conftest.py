@@ -1,0 +1,72 @@
+"""Where the tests find their artifacts:
+GEXEC_CONFORMANCE_DIR  the TVM-compiled models (tests/conformance/make_models.sh, made by
+                       the g++ build's ctest into <build>/conformance)
+GEXEC_TEST_KERNELS     tests/kernels' libgexec_test_kernels.so (the g++ build's tests/kernels)
+Tests that need one of them are skipped, saying why, when it is not there; with
+GEXEC_TESTS_REQUIRE_ARTIFACTS=1 (the test command sets it) they fail instead."""
+
+import json
+import os
+import pathlib
+
+import pytest
+
+
+def _missing(why):
+    if os.environ.get("GEXEC_TESTS_REQUIRE_ARTIFACTS") == "1":
+        pytest.fail(why + " (GEXEC_TESTS_REQUIRE_ARTIFACTS=1)", pytrace=False)
+    pytest.skip(why)
+
+
+def _env_path(name):
+    v = os.environ.get(name)
+    return pathlib.Path(v) if v else None
+
+
+@pytest.fixture(scope="session")
+def conformance_dir():
+    d = _env_path("GEXEC_CONFORMANCE_DIR")
+    if d is None:
+        _missing("GEXEC_CONFORMANCE_DIR is not set (the TVM-compiled models of <build>/conformance)")
+    if not (d / "manifest.json").is_file():
+        _missing("no conformance models in %s (manifest.json missing)" % d)
+    return d
+
+
+@pytest.fixture(scope="session")
+def manifest(conformance_dir):
+    return json.loads((conformance_dir / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def kernels_lib():
+    p = _env_path("GEXEC_TEST_KERNELS")
+    if p is None:
+        _missing("GEXEC_TEST_KERNELS is not set (libgexec_test_kernels.so of the g++ build)")
+    if not p.is_file():
+        _missing("%s does not exist" % p)
+    return p
+
+
+def graph_json(ops, inputs, shape=(2, 3), dtype="float32", params=()):
+    """A TVM graph: `inputs` (names of arg nodes, params among them) then `ops`, each
+    (name, func_name, [input names]) with one output of `shape`/`dtype`; the last op is
+    the output."""
+    nodes, index = [], {}
+    for name in inputs:
+        index[name] = len(nodes)
+        nodes.append({"op": "null", "name": name, "inputs": []})
+    for name, func, args in ops:
+        index[name] = len(nodes)
+        nodes.append({"op": "tvm_op", "name": name, "inputs": [[index[a], 0, 0] for a in args],
+                      "attrs": {"func_name": func, "num_inputs": str(len(args)), "num_outputs": "1",
+                                "flatten_data": "0"}})
+    n = len(nodes)
+    return json.dumps({
+        "nodes": nodes,
+        "arg_nodes": list(range(len(inputs))),
+        "heads": [[n - 1, 0, 0]],
+        "node_row_ptr": list(range(n + 1)),
+        "attrs": {"shape": ["list_shape", [list(shape)] * n], "dltype": ["list_str", [dtype] * n],
+                  "storage_id": ["list_int", list(range(n))]},
+    })

@@ -1,0 +1,526 @@
+"""The TVM-named API, function by function and argument by argument, over graphs of
+tests/kernels' sample kernels, against values computed here with numpy."""
+
+import gc
+import os
+
+import numpy as np
+import pytest
+
+import gexec
+from gexec.contrib import graph_executor
+from conftest import graph_json
+
+X = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+@pytest.fixture
+def lib(kernels_lib):
+    return gexec.runtime.load_module(str(kernels_lib))
+
+
+@pytest.fixture
+def add_one(lib):
+    return graph_executor.create(graph_json([("inc", "test_add_one", ["x"])], ["x"]), lib, gexec.cpu(0))
+
+
+@pytest.fixture
+def add_param(lib):
+    """out = x + w, w a parameter."""
+    return graph_executor.create(graph_json([("sum", "test_add", ["x", "w"])], ["x", "w"]), lib, gexec.cpu(0))
+
+
+def params_w(value):
+    return gexec.runtime.save_param_dict({"w": np.full((2, 3), value, np.float32)})
+
+
+# ---- devices -------------------------------------------------------------------------
+
+def test_devices():
+    assert gexec.cpu() == gexec.cpu(0) == gexec.device("cpu", 0) == gexec.device("llvm") == gexec.device(1)
+    assert gexec.cuda(1) == gexec.device("cuda", 1) == gexec.device("cuda:1") == gexec.device("gpu", 1)
+    assert (gexec.cpu(0).device_type, gexec.cpu(0).device_id) == (1, 0)
+    assert repr(gexec.cuda(2)) == "cuda(2)" and repr(gexec.cpu()) == "cpu(0)"
+    assert gexec.cpu(0) != gexec.cpu(1) and len({gexec.cpu(0), gexec.cpu(0)}) == 1
+    with pytest.raises(ValueError):
+        gexec.device("tpu")
+    with pytest.raises(TypeError):
+        gexec.device(1.5)
+
+
+def test_version():
+    assert isinstance(gexec.__version__, str) and gexec.__version__.count(".") == 2
+    assert gexec.__version__ == gexec._gexec.version
+
+
+# ---- nd ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int8", "int16", "int32", "int64",
+                                   "uint8", "uint16", "uint32", "uint64", "bool"])
+def test_nd_array_round_trip(dtype):
+    a = (np.arange(24).reshape(2, 3, 4) % 7).astype(dtype)
+    x = gexec.nd.array(a)
+    assert x.shape == (2, 3, 4) and x.dtype == dtype and x.device == gexec.cpu(0)
+    assert x.numpy().dtype == a.dtype and np.array_equal(x.numpy(), a)
+    assert not np.shares_memory(x.numpy(), a)
+    assert np.array_equal(np.from_dlpack(x), a)
+    assert np.array_equal(x.numpy_view(), a)
+
+
+def test_nd_array_inputs():
+    assert np.array_equal(gexec.nd.array([[1, 2], [3, 4]]).numpy(), np.array([[1, 2], [3, 4]]))
+    t = np.arange(12, dtype=np.float32).reshape(3, 4).T  # strided: copied compact
+    assert np.array_equal(gexec.nd.array(t).numpy(), t)
+    x = gexec.nd.array(X)
+    y = gexec.nd.array(x)
+    assert np.array_equal(y.numpy(), X) and y._data_ptr != x._data_ptr
+    assert gexec.nd.array(X)._data_ptr % 64 == 0
+    with pytest.raises(gexec.UnsupportedError):
+        gexec.nd.array(X, gexec.cuda(0))
+    with pytest.raises(TypeError):
+        gexec.nd.array(X, "cpu")
+    with pytest.raises(ValueError):
+        gexec.nd.array(X, mem_scope="global.texture")
+
+
+def test_nd_empty():
+    e = gexec.nd.empty((2, 3))
+    assert e.dtype == "float32" and e.shape == (2, 3) and not e.numpy().any()
+    assert gexec.nd.empty(4, "int8").shape == (4,)
+    assert gexec.nd.empty((2,), np.int64).dtype == "int64"
+    assert gexec.nd.empty((0, 3)).numpy().shape == (0, 3)
+    assert gexec.nd.empty((), "float64").shape == ()
+    with pytest.raises(gexec.InvalidArgumentError) as e:
+        gexec.nd.empty((2,), "complex64")
+    assert e.value.code == "invalid_dtype"
+    with pytest.raises(gexec.Error):
+        gexec.nd.empty((-1, 2))
+    with pytest.raises(gexec.UnsupportedError):
+        gexec.nd.empty((2,), device=gexec.cuda(0))
+
+
+def test_bfloat16_as_uint16_bits():
+    e = gexec.nd.empty((3,), "bfloat16")
+    assert e.dtype == "bfloat16" and e.numpy().dtype == np.uint16
+    bits = np.array([0x3F80, 0xC000, 0x7FC0], np.uint16)  # 1.0, -2.0, NaN
+    e.copyfrom(bits)
+    assert np.array_equal(e.numpy(), bits)
+    f8 = gexec.nd.empty((2,), "e4m3_float8")
+    assert f8.dtype == "e4m3_float8" and f8.numpy().dtype == np.uint8
+    assert gexec.nd.empty((2,), "int4").numpy().dtype == np.int8
+    assert gexec.nd.empty((2,), "bool").numpy().dtype == np.bool_
+
+
+def test_copyfrom_copyto():
+    x = gexec.nd.empty((2, 3))
+    assert x.copyfrom(X) is x and np.array_equal(x.numpy(), X)
+    x.copyfrom(X.astype(np.float64) + 1)  # converted, as TVM's copyfrom does
+    assert np.array_equal(x.numpy(), X + 1)
+    x.copyfrom(X.tolist())
+    assert np.array_equal(x.numpy(), X)
+    y = gexec.nd.empty((2, 3))
+    assert x.copyto(y) is y and np.array_equal(y.numpy(), X)
+    z = x.copyto(gexec.cpu(0))
+    assert np.array_equal(z.numpy(), X) and z._data_ptr != x._data_ptr
+    y[:] = X * 2
+    assert np.array_equal(y.numpy(), X * 2)
+    with pytest.raises(ValueError):
+        x.copyfrom(np.zeros((3, 2), np.float32))
+    with pytest.raises(gexec.InvalidArgumentError):
+        x.copyfrom(gexec.nd.empty((3, 2)))
+    with pytest.raises(gexec.InvalidArgumentError):
+        x.copyfrom(gexec.nd.empty((2, 3), "int32"))
+    with pytest.raises(TypeError):
+        x.copyto("cpu")
+    with pytest.raises(TypeError):
+        x.copyfrom(object())
+    with pytest.raises(ValueError):
+        y[0] = 1
+
+
+def test_dlpack_device_and_capsule():
+    x = gexec.nd.array(X)
+    assert x.__dlpack_device__() == (1, 0)
+    v = np.from_dlpack(x)
+    assert v.__array_interface__["data"][0] == x._data_ptr  # shares memory
+    w = x.numpy_view()
+    w[0, 0] = 42
+    assert x.numpy()[0, 0] == 42 and v[0, 0] == 42
+    del x
+    gc.collect()
+    assert v[0, 0] == 42 and w[0, 0] == 42  # the capsule and the view kept the memory alive
+    # a DLPack producer other than numpy (gexec's own NDArray) feeds nd.array
+    assert np.array_equal(gexec.nd.array(gexec.nd.array(X)).numpy(), X)
+
+
+def test_repr():
+    assert "shape=(2, 3), cpu(0)" in repr(gexec.nd.array(X))
+
+
+# ---- parameters ----------------------------------------------------------------------
+
+def test_param_dict_bytes_and_files(tmp_path):
+    params = {"a": np.arange(4, dtype=np.float32), "b": np.array([[1, 2]], np.int64), "c": gexec.nd.array(X)}
+    blob = gexec.runtime.save_param_dict(params)
+    assert isinstance(blob, bytearray) and blob[:8] == (0xF7E58D4F05049CB7).to_bytes(8, "little")
+    back = gexec.runtime.load_param_dict(blob)
+    assert list(back) == ["a", "b", "c"]
+    for k in params:
+        assert np.array_equal(back[k].numpy(), np.asarray(params[k].numpy() if k == "c" else params[k]))
+    assert gexec.runtime.load_param_dict(bytes(blob)).keys() == back.keys()
+    path = tmp_path / "p.params"
+    gexec.runtime.save_param_dict_to_file(params, path)
+    assert path.read_bytes() == bytes(blob)
+    for mmap in (False, True):
+        f = gexec.runtime.load_param_dict_from_file(str(path), mmap=mmap)
+        assert np.array_equal(f["b"].numpy(), params["b"])
+    with pytest.raises(gexec.Error) as e:
+        gexec.runtime.load_param_dict(blob[:-3])
+    assert e.value.code == "invalid_params"
+    with pytest.raises(TypeError):
+        gexec.runtime.load_param_dict("not bytes")
+    with pytest.raises(TypeError):
+        gexec.runtime.save_param_dict([("a", X)])
+    with pytest.raises(gexec.Error) as e:
+        gexec.runtime.load_param_dict_from_file(tmp_path / "missing.params")
+    assert e.value.code == "io"
+
+
+# ---- modules -------------------------------------------------------------------------
+
+def test_load_module(lib, kernels_lib, tmp_path):
+    assert isinstance(lib, gexec.runtime.Module) and os.path.samefile(lib.path, kernels_lib)
+    assert lib.implements_function("test_add_one") and not lib.implements_function("nope")
+    with pytest.raises(AttributeError):
+        lib["default"]  # a kernel library has no embedded graph
+    with pytest.raises(gexec.Error) as e:
+        lib._lib.factory_create([(1, 0)])
+    assert e.value.code == "invalid_module"
+    with pytest.raises(AttributeError):
+        lib.get_function("no_such_function")
+    with pytest.raises(gexec.UnsupportedError):
+        lib["test_add_one"]
+    with pytest.raises(ValueError):
+        gexec.runtime.load_module(tmp_path / "missing.so")
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(b"not an ELF file")
+    with pytest.raises(gexec.Error) as e:
+        gexec.runtime.load_module(bad)
+    assert e.value.code in ("io", "invalid_module")
+    with pytest.raises(ValueError):
+        gexec.runtime.load_module(kernels_lib, fmt="tar")
+
+
+# ---- create and GraphModule -----------------------------------------------------------
+
+def test_create_arguments(lib):
+    g = graph_json([("inc", "test_add_one", ["x"])], ["x"])
+    for dev in (gexec.cpu(0), [gexec.cpu(0)], (gexec.cpu(0),)):
+        m = graph_executor.create(g, lib, dev)
+        assert isinstance(m, graph_executor.GraphModule)
+    with pytest.raises(ValueError):
+        graph_executor.create(g.encode(), lib, gexec.cpu())
+    with pytest.raises(TypeError):
+        graph_executor.create(g, "lib.so", gexec.cpu())
+    with pytest.raises(TypeError):
+        graph_executor.create(g, lib, "cpu")
+    with pytest.raises(ValueError):
+        graph_executor.create(g, lib, [])
+    with pytest.raises(gexec.Error) as e:
+        graph_executor.create("{not json", lib, gexec.cpu())
+    assert e.value.code == "invalid_json"
+    with pytest.raises(gexec.Error) as e:
+        graph_executor.create('{"nodes": []}', lib, gexec.cpu())
+    assert e.value.code == "invalid_graph" and isinstance(e.value, RuntimeError)
+    with pytest.raises(gexec.NotFoundError) as e:
+        graph_executor.create(graph_json([("inc", "no_such_kernel", ["x"])], ["x"]), lib, gexec.cpu())
+    assert e.value.code == "symbol_not_found" and "no_such_kernel" in str(e.value)
+    with pytest.raises(gexec.Error) as e:
+        graph_executor.create(g, lib, gexec.cuda(0))
+    assert e.value.code in ("device_mismatch", "no_device", "unsupported")
+
+
+def test_set_input_run_get_output(add_one):
+    m = add_one
+    assert m.get_num_inputs() == 1 and m.get_num_outputs() == 1
+    assert m.get_input_index("x") == 0 and m.get_input_index("nope") == -1
+    assert m.get_input_info() == ({"x": (2, 3)}, {"x": "float32"})
+    assert m.get_output_info() == ({"inc:0": (2, 3)}, {"inc:0": "float32"})
+    m.set_input("x", X)
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X + 1)
+    m.set_input(0, gexec.nd.array(X * 2))  # by index, an NDArray
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X * 2 + 1)
+    m.set_input(x=X * 3)  # **params
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X * 3 + 1)
+    m.run(x=X * 4)  # run(**input_dict)
+    assert np.array_equal(m.get_output(0).numpy(), X * 4 + 1)
+    m.set_input(x=X, not_an_input=X)  # names that are not inputs are skipped, as TVM does
+    m.set_input("x", X.tolist())
+    m.set_input("x", np.asfortranarray(X))  # strided numpy is made compact
+    m.set_input(np.int64(0), X)
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X + 1)
+    assert np.array_equal(m.get_input(0).numpy(), X) and np.array_equal(m.get_input("x").numpy(), X)
+    out = gexec.nd.empty((2, 3))
+    assert m.get_input("x", out) is out and np.array_equal(out.numpy(), X)
+    assert m.get_output(0, out) is out and np.array_equal(out.numpy(), X + 1)
+    host = np.zeros((2, 3), np.float32)
+    assert m.get_output(0, host) is host and np.array_equal(host, X + 1)  # numpy out, written in place
+
+
+def test_set_input_errors(add_one):
+    m = add_one
+    with pytest.raises(KeyError) as e:
+        m.set_input("nope", X)
+    assert isinstance(e.value, gexec.Error) and e.value.code == "not_found" and "nope" in str(e.value)
+    with pytest.raises(IndexError):
+        m.set_input(1, X)
+    with pytest.raises(IndexError):
+        m.set_input(-1, X)
+    with pytest.raises(ValueError) as e:
+        m.set_input("x", np.zeros((3, 2), np.float32))
+    assert e.value.code == "shape_mismatch"
+    with pytest.raises(ValueError) as e:
+        m.set_input("x", X.astype(np.float64))
+    assert e.value.code == "dtype_mismatch"
+    with pytest.raises(TypeError):
+        m.set_input("x", "a string")
+    with pytest.raises(TypeError):
+        m.set_input(1.5, X)
+    with pytest.raises(TypeError):
+        m.set_input("x")
+    with pytest.raises(IndexError):
+        m.get_output(1)
+    with pytest.raises(IndexError):
+        m.get_input(3)
+    with pytest.raises(KeyError):
+        m.get_input("nope")
+    with pytest.raises(ValueError):
+        m.get_output(0, gexec.nd.empty((4,)))
+    # nothing was lost: the module still runs
+    m.set_input("x", X)
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X + 1)
+
+
+def test_unset_input_is_an_error(add_one):
+    with pytest.raises(gexec.Error) as e:
+        add_one.run()
+    assert "x" in str(e.value)
+
+
+def test_kernel_failure(lib):
+    m = graph_executor.create(graph_json([("boom", "test_fail", ["x"])], ["x"]), lib, gexec.cpu())
+    m.set_input("x", X)
+    with pytest.raises(gexec.Error) as e:
+        m.run()
+    assert e.value.code == "kernel_failed" and "deliberate failure" in str(e.value) and "boom" in str(e.value)
+    assert type(e.value) is gexec.Error and isinstance(e.value, RuntimeError)
+
+
+def test_zero_copy(add_one):
+    m = add_one
+    x = gexec.nd.array(X)
+    m.set_input_zero_copy("x", x)
+    out = gexec.nd.empty((2, 3))
+    m.set_output_zero_copy(0, out)
+    m.run()
+    assert np.array_equal(out.numpy(), X + 1)
+    x.copyfrom(X * 10)  # read in place
+    m.run()
+    assert np.array_equal(out.numpy(), X * 10 + 1)
+    # numpy arrays, zero-copy both ways (aligned ones; numpy's own allocations may not be)
+    m.set_input_zero_copy(x=x)
+    host_out = gexec.nd.empty((2, 3)).numpy_view()
+    m.set_output_zero_copy("inc:0", host_out)
+    m.run()
+    assert np.array_equal(host_out, X * 10 + 1)
+    with pytest.raises(ValueError):
+        m.set_input_zero_copy("x", gexec.nd.empty((3, 3)))
+    with pytest.raises(KeyError):
+        m.set_input_zero_copy("nope", x)
+    with pytest.raises(IndexError):
+        m.set_output_zero_copy(1, out)
+    with pytest.raises(KeyError):
+        m.set_output_zero_copy("nope", out)
+    with pytest.raises(ValueError):
+        m.set_output_zero_copy(0, gexec.nd.empty((2, 3), "int32"))
+    with pytest.raises(ValueError) as e:
+        m.set_input_zero_copy("x", np.from_dlpack(gexec.nd.empty((7,)))[1:7].reshape(2, 3))
+    assert e.value.code == "misaligned"
+
+
+def test_load_params_and_share_params(lib, add_param):
+    m = add_param
+    assert m.get_input_info()[0] == {"x": (2, 3), "w": (2, 3)}
+    m.load_params(params_w(5))
+    assert m.get_input_info()[0] == {"x": (2, 3)}  # parameters are not inputs to feed
+    m.set_input("x", X)
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X + 5)
+    m.load_params(bytes(params_w(7)))
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X + 7)
+    # a failed load leaves the old parameters
+    bad = gexec.runtime.save_param_dict({"w": np.zeros((3, 3), np.float32)})
+    with pytest.raises(ValueError):
+        m.load_params(bad)
+    with pytest.raises(gexec.Error):
+        m.load_params(b"garbage")
+    with pytest.raises(TypeError):
+        m.load_params("a str")
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X + 7)
+    # names that are not inputs are ignored, as TVM does
+    m.load_params(gexec.runtime.save_param_dict({"w": np.ones((2, 3), np.float32), "other": X}))
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X + 1)
+
+    other = graph_executor.create(graph_json([("sum", "test_add", ["x", "w"])], ["x", "w"]), lib, gexec.cpu())
+    other.share_params(m, params_w(0))
+    other.run(x=X)
+    assert np.array_equal(other.get_output(0).numpy(), X + 1)
+    del m
+    gc.collect()
+    other.run(x=X)  # shared parameters outlive the module they came from
+    assert np.array_equal(other.get_output(0).numpy(), X + 1)
+    with pytest.raises(TypeError):
+        other.share_params("m", params_w(0))
+
+
+def test_debug_get_output(lib):
+    g = graph_json([("a", "test_add_one", ["x"]), ("b", "test_add_one", ["a"])], ["x"])
+    m = graph_executor.create(g, lib, gexec.cpu())
+    m.set_input("x", X)
+    assert np.array_equal(m.debug_get_output("a").numpy(), X + 1)
+    assert np.array_equal(m.debug_get_output(1).numpy(), X + 1)  # node index
+    out = gexec.nd.empty((2, 3))
+    assert m.debug_get_output("b", out) is out and np.array_equal(out.numpy(), X + 2)
+    with pytest.raises(KeyError):
+        m.debug_get_output("nope")
+    with pytest.raises(IndexError):
+        m.debug_get_output(7)
+
+
+def test_getitem_and_executor_module(lib):
+    m = graph_executor.create(graph_json([("inc", "test_add_one", ["x"])], ["x"]), lib, gexec.cpu())
+    m["set_input"]("x", X)
+    m["run"]()
+    assert np.array_equal(m["get_output"](0).numpy(), X + 1)
+    assert m["get_num_outputs"]() == 1
+    assert m.module.implements_function("run")
+    with pytest.raises(AttributeError):
+        m["no_such_function"]
+    again = graph_executor.GraphModule(m.module)
+    assert np.array_equal(again.get_output(0).numpy(), X + 1)
+    with pytest.raises(TypeError):
+        graph_executor.GraphModule(lib)
+
+
+def test_benchmark(add_one):
+    m = add_one
+    m.set_input("x", X)
+    r = m.benchmark(gexec.cpu(0))
+    assert len(r.results) == 5 and r.min <= r.median <= r.max and r.min <= r.mean <= r.max and r.std >= 0
+    assert str(r).startswith("Execution time summary:\n") and "mean (ms)" in str(r) and "std (ms)" in str(r)
+    r = m.benchmark(gexec.cpu(0), repeat=3, number=2, min_repeat_ms=5, limit_zero_time_iterations=10,
+                    cooldown_interval_ms=1, repeats_to_cooldown=2)
+    assert len(r.results) == 3 and r.min > 0
+    assert r.min * 1000 * 2 <= 5 * 100  # sanity: seconds per call
+    r = m.benchmark(gexec.cpu(0), end_to_end=True, repeat=2, x=X * 2)
+    assert len(r.results) == 2 and np.array_equal(m.get_output(0).numpy(), X * 2 + 1)
+    r = m.benchmark(gexec.cpu(0), repeat=2, x=X * 3)
+    assert np.array_equal(m.get_output(0).numpy(), X * 3 + 1)
+    r = m.benchmark(gexec.cpu(0), func_name="get_num_outputs", repeat=2)
+    assert len(r.results) == 2
+    with pytest.raises(TypeError):
+        m.benchmark("cpu")
+
+
+def test_bfloat16_input_from_uint16_bits(lib):
+    g = graph_json([("n", "test_noop", ["x"])], ["x"], shape=(4,), dtype="bfloat16")
+    m = graph_executor.create(g, lib, gexec.cpu())
+    bits = np.array([0x3F80, 0x4000, 0xBF80, 0x7F80], np.uint16)
+    assert m.get_input_info()[1] == {"x": "bfloat16"}
+    m.set_input("x", bits)
+    got = m.get_input(0)
+    assert got.dtype == "bfloat16" and got.numpy().dtype == np.uint16 and np.array_equal(got.numpy(), bits)
+    m.run()
+    assert m.get_output(0).numpy().dtype == np.uint16
+    with pytest.raises(ValueError):
+        m.set_input("x", bits.astype(np.int32))
+
+
+def test_model_load_and_instantiate(kernels_lib, tmp_path):
+    # Model.load takes files: write a graph and parameters beside the kernel library
+    (tmp_path / "graph.json").write_text(graph_json([("sum", "test_add", ["x", "w"])], ["x", "w"]))
+    (tmp_path / "params.bin").write_bytes(bytes(params_w(3)))
+    files = (tmp_path / "graph.json", kernels_lib, tmp_path / "params.bin")
+    model = gexec.Model.load(files)
+    assert model.param_bytes == 24 and model.policy == "sequential"
+    a, b = model.instantiate(), model.instantiate()
+    a.run(x=X)
+    b.run(x=X * 2)
+    assert np.array_equal(a.get_output(0).numpy(), X + 3) and np.array_equal(b.get_output(0).numpy(), X * 2 + 3)
+    m2 = gexec.Model.load([str(f) for f in files], num_threads=1, planner="liveness", policy="parallel")
+    assert m2.policy == "parallel"
+    c = m2.instantiate()
+    c.run(x=X)
+    assert np.array_equal(c.get_output(0).numpy(), X + 3)
+    with pytest.raises(ValueError) as e:
+        gexec.Model.load(files, planner="best")
+    assert "as_compiled" in str(e.value) and "liveness" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        gexec.Model.load(files, policy="fastest")
+    assert "sequential" in str(e.value)
+    with pytest.raises(ValueError):
+        gexec.Model.load(files, num_threads=0)
+    with pytest.raises(TypeError):
+        gexec.Model.load(files, num_threads="2")
+    with pytest.raises(TypeError):
+        gexec.Model.load((files[0], files[1]))
+    with pytest.raises(gexec.Error) as e:
+        gexec.Model.load(kernels_lib)  # a kernel library holds no graph
+    assert e.value.code == "invalid_module"
+    with pytest.raises(gexec.Error) as e:
+        gexec.Model.load((tmp_path / "missing.json", kernels_lib, tmp_path / "params.bin"))
+    assert e.value.code == "io"
+
+
+class _DLPackOnly:
+    """A producer that offers DLPack only (as PyTorch and JAX arrays do), no buffer protocol."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_inputs_from_any_dlpack_producer(add_one):
+    m = add_one
+    m.set_input("x", _DLPackOnly(X * 5))
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X * 5 + 1)
+    assert np.array_equal(gexec.nd.array(_DLPackOnly(X)).numpy(), X)
+    # zero-copy where alignment allows: the executor reads the producer's memory in place
+    held = gexec.nd.array(X)
+    m.set_input_zero_copy("x", _DLPackOnly(held))
+    held.copyfrom(X * 7)
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X * 7 + 1)
+
+
+def test_ml_dtypes_bfloat16_input(lib):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    g = graph_json([("n", "test_noop", ["x"])], ["x"], shape=(3,), dtype="bfloat16")
+    m = graph_executor.create(g, lib, gexec.cpu())
+    values = np.array([1.0, -2.0, 0.5], dtype=ml_dtypes.bfloat16)
+    m.set_input("x", values)
+    assert m.get_input(0).numpy().tobytes() == values.view(np.uint16).tobytes()
