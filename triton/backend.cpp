@@ -218,7 +218,20 @@ struct pending {
   TRITONBACKEND_Request* request = nullptr;
   TRITONBACKEND_Response* response = nullptr;
   batch_request rows;
+  bool cancelled = false;  ///< answered CANCELLED without running
 };
+
+/// Whether the client gave up on the request (a gRPC call cancelled, a stream whose
+/// client is gone). The default scheduler hands such requests on; running them would
+/// keep the model busy, and its unload waiting, for answers nobody reads.
+bool is_cancelled(TRITONBACKEND_Request* request) {
+  bool cancelled = false;
+  if (TRITONSERVER_Error* e = TRITONBACKEND_RequestIsCancelled(request, &cancelled)) {
+    TRITONSERVER_ErrorDelete(e);
+    return false;
+  }
+  return cancelled;
+}
 
 class instance_state {
  public:
@@ -236,6 +249,11 @@ class instance_state {
     rows.reserve(count);
     for (std::uint32_t i = 0; i < count; ++i) {
       work[i].request = requests[i];
+      if (is_cancelled(requests[i])) {  // not prepared, so it takes no rows of any run
+        work[i].cancelled = true;
+        work[i].rows.error = "the request was cancelled";
+        continue;
+      }
       try {
         prepare(work[i]);
       } catch (const std::exception& e) {
@@ -244,7 +262,14 @@ class instance_state {
         work[i].rows.error = "unknown error";
       }
     }
-    for (pending& p : work) rows.push_back(std::move(p.rows));
+    std::size_t cancelled = 0;
+    for (pending& p : work) {
+      cancelled += p.cancelled;
+      rows.push_back(std::move(p.rows));
+    }
+    if (cancelled)
+      log(TRITONSERVER_LOG_VERBOSE, __LINE__,
+          "gexec: model '" + model_.name() + "': " + std::to_string(cancelled) + " of " + std::to_string(count) + " request(s) cancelled, answered without running");
 
     const serving_layout& L = model_.layout();
     std::uint64_t compute_start = now_ns(), compute_end = compute_start;
@@ -274,7 +299,8 @@ class instance_state {
     for (std::uint32_t i = 0; i < count; ++i) {
       pending& p = work[i];
       const std::string& error = rows[i].error;
-      TRITONSERVER_Error* e = error.empty() ? nullptr : TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, error.c_str());
+      TRITONSERVER_Error* e =
+          error.empty() ? nullptr : TRITONSERVER_ErrorNew(p.cancelled ? TRITONSERVER_ERROR_CANCELLED : TRITONSERVER_ERROR_INVALID_ARG, error.c_str());
       if (!p.response) {
         if (TRITONSERVER_Error* r = TRITONBACKEND_ResponseNew(&p.response, p.request)) {
           log(TRITONSERVER_LOG_ERROR, __LINE__, "gexec: model '" + model_.name() + "': cannot create a response: " + TRITONSERVER_ErrorMessage(r));

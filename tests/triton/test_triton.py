@@ -14,15 +14,19 @@ conformance model as a single file, three of them also as TVM's three files, var
 with configuration (batching, parameters, an explicit config) and bad models. Checked:
 outputs bit for bit against TVM's, model metadata against the models' info, each bad
 model's load failure and message, bad requests' errors, 1,000 requests from 8 concurrent
-clients, and the server's memory with 4 instances of ResNet.
+clients, queued requests cancelled by their gRPC client answered without running, the
+server's memory with 4 instances of ResNet, and a prompt shutdown after a streaming
+client with hundreds of requests queued is killed.
 """
 
 import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
+import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,6 +37,8 @@ TRITON_TYPES = {"bool": "BOOL", "uint8": "UINT8", "uint16": "UINT16", "uint32": 
                 "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64",
                 "float16": "FP16", "float32": "FP32", "float64": "FP64"}
 AUTO = 'backend: "gexec"\n'
+# One instance on one thread: requests queue behind each other (ResNet takes tens of ms).
+SERIAL = 'instance_group [ { count: 1, kind: KIND_CPU } ]\nparameters: { key: "num_threads" value: { string_value: "1" } }\n'
 
 failures = []
 
@@ -103,6 +109,7 @@ def build_repository(conformance, root, models):
 input [ { name: "data", data_type: TYPE_FP32, dims: [ 64 ] } ]
 output [ { name: "output0", data_type: TYPE_FP32, dims: [ 10 ] } ]
 """, params="params.bin")
+    repo.single("resnet_serial", "resnet", AUTO + SERIAL)
     repo.single("resnet_tuned", "resnet", AUTO + """instance_group [ { count: 2, kind: KIND_CPU } ]
 parameters: { key: "num_threads" value: { string_value: "1" } }
 parameters: { key: "planner" value: { string_value: "liveness" } }
@@ -267,6 +274,99 @@ def check_bad_requests(server, refs):
         check_outputs("mlp over %s after bad requests" % protocol, got, refs["mlp"].outputs)
 
 
+def model_stats(server, model):
+    return make_client("http", server).get_inference_statistics(model)["model_stats"][0]
+
+
+def inputs_of(protocol, ref):
+    tc = client_module(protocol)
+    from tritonclient.utils import np_to_triton_dtype
+
+    tensors = []
+    for name, array in ref.inputs.items():
+        t = tc.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+        t.set_data_from_numpy(array)
+        tensors.append(t)
+    return tensors
+
+
+def check_cancellation(server, refs, kept=6, cancelled=8, model="resnet_serial"):
+    """Requests cancelled by their gRPC client while queued behind others are answered
+    CANCELLED by the backend and never run: the model's statistics count only the others'
+    executions, and the cancelled ones as failures."""
+    client = make_client("grpc", server)
+    before = model_stats(server, model)
+    errors = []
+
+    def done(result, error):
+        if error is not None:
+            errors.append(str(error))
+
+    running = [client.async_infer(model, inputs_of("grpc", refs["resnet"]), callback=done) for _ in range(kept)]
+    time.sleep(0.05)  # the kept ones queue first; the first is running
+    queued = [client.async_infer(model, inputs_of("grpc", refs["resnet"]), callback=done) for _ in range(cancelled)]
+    for call in queued:
+        call.cancel()
+    deadline = time.monotonic() + 120
+    while True:  # until the server has answered all of them (the client knew at once)
+        after = model_stats(server, model)
+        answered = sum(int(after["inference_stats"][k]["count"]) - int(before["inference_stats"][k]["count"]) for k in ("success", "fail"))
+        if answered >= kept + cancelled or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    ran = int(after["execution_count"]) - int(before["execution_count"])
+    ok = int(after["inference_stats"]["success"]["count"]) - int(before["inference_stats"]["success"]["count"])
+    failed = int(after["inference_stats"]["fail"]["count"]) - int(before["inference_stats"]["fail"]["count"])
+    check(ran == kept and ok == kept and failed == cancelled,
+          "%d of %d queued requests cancelled by the gRPC client: %d executions, %d succeeded, %d answered with an error (want %d, %d, %d)"
+          % (cancelled, kept + cancelled, ran, ok, failed, kept, kept, cancelled))
+    check(len(errors) == cancelled and all("CANCELLED" in e.upper() for e in errors),
+          "the client saw %d cancelled calls and no other error: %s" % (len(errors), errors[:1]))
+    check(server.running(), "the server is still running after cancelled requests")
+
+
+def stream_client(url, model, count, conformance):
+    """Sends `count` requests to `model` on one gRPC stream, says so on stdout, then waits
+    to be killed (check_shutdown_after_client_dies runs this in a child process)."""
+    import tritonclient.grpc as tc
+
+    ref = Reference(conformance, "resnet")
+    client = tc.InferenceServerClient(url)
+    client.start_stream(callback=lambda result, error: None)
+    for i in range(count):
+        client.async_stream_infer(model, inputs_of("grpc", ref), request_id=str(i))
+    print("sent %d" % count, flush=True)
+    time.sleep(3600)
+
+
+def check_shutdown_after_client_dies(env, args, trials=2, requests=500, bound=10.0):
+    """A streaming client killed (SIGKILL) with hundreds of requests queued, then SIGTERM:
+    the server cancels the dead stream's requests, the backend answers them without running
+    them, the model unloads and the server exits at once. (Running them all kept the model
+    loaded past the server's 30 s exit timeout.)"""
+    d = os.path.join(args.conformance, "resnet")
+    root = os.path.join(args.work, "shutdown")
+    shutil.rmtree(root, ignore_errors=True)
+    harness.make_model_dir(root, "resnet", {"model.so": os.path.join(d, "model.so")}, AUTO + SERIAL)
+    for trial in range(trials):
+        log = os.path.join(args.work, "shutdown_%d.log" % trial)
+        with harness.Server(env, args.backend_dir, root, log) as server:
+            server.wait_ready()
+            child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--stream-client", server.grpc_url, "resnet", str(requests),
+                                      args.conformance], stdout=subprocess.PIPE)
+            sent = child.stdout.readline().decode().strip()
+            time.sleep(0.5)
+            child.kill()
+            child.wait()
+            ran = int(model_stats(server, "resnet")["execution_count"])
+            start = time.monotonic()
+            status = server.stop(timeout=60)
+            took = time.monotonic() - start
+            check(sent == "sent %d" % requests and status == 0 and took < bound,
+                  "shutdown %d after a streaming client was killed with %d requests queued (%d had run): %.1f s, exit status %s (want < %g s, 0)"
+                  % (trial + 1, requests, ran, took, status, bound))
+
+
 def check_load(server, repo, refs, total=1000, clients=8):
     models = ["mlp", "mlp_split", "reshape_split", "int_scalar", "sort_dtypes", "sort_nan", "extern_call", "mobilenet", "resnet_tuned"]
     models = [m for m in models if m in repo.good]
@@ -364,6 +464,8 @@ def check_memory(env, args, refs, instances=4, slack=16 << 20):
 
 
 def main():
+    if len(sys.argv) == 6 and sys.argv[1] == "--stream-client":
+        return stream_client(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", required=True)
     p.add_argument("--backend-dir", required=True)
@@ -395,8 +497,10 @@ def main():
             check_batching(server, refs)
             check_bad_requests(server, refs)
             check_load(server, repo, refs)
+            check_cancellation(server, refs)
             check(server.running(), "the server ran throughout")
         check_memory(env, args, refs)
+        check_shutdown_after_client_dies(env, args)
     except Exception:  # noqa: BLE001 - a crash of the test is a failure with its trace
         traceback.print_exc()
         failures.append("exception")
