@@ -15,7 +15,7 @@ with configuration (batching, parameters, an explicit config) and bad models. Ch
 outputs bit for bit against TVM's, model metadata against the models' info, each bad
 model's load failure and message, bad requests' errors, 1,000 requests from 8 concurrent
 clients, queued requests cancelled by their gRPC client answered without running, the
-server's memory with 4 instances of ResNet, and a prompt shutdown after a streaming
+server's memory with 4 instances of ResNet and over 20 load/unload cycles, and a prompt shutdown after a streaming
 client with hundreds of requests queued is killed.
 """
 
@@ -463,6 +463,32 @@ def check_memory(env, args, refs, instances=4, slack=16 << 20):
                   % (form, instances, grown / 1e6, weights / 1e6, instances, activations / 1e6, bound / 1e6, slack / 1e6))
 
 
+def check_reloads(env, args, cycles=20, slack=5 << 20):
+    """Load/unload cycles of ResNet (44.7 MB of weights) in explicit model control mode:
+    the server's memory after 20 cycles is within a few MB of what it was after one."""
+    d = os.path.join(args.conformance, "resnet")
+    root = os.path.join(args.work, "reloads")
+    shutil.rmtree(root, ignore_errors=True)
+    harness.make_model_dir(root, "resnet_split", {"graph.json": os.path.join(d, "graph.json"), "lib.so": os.path.join(d, "lib.so"),
+                                                  "params": os.path.join(d, "params.bin")}, AUTO)
+    harness.make_model_dir(root, "resnet_single", {"model.so": os.path.join(d, "model.so")}, AUTO)
+    for form in ("resnet_split", "resnet_single"):
+        with harness.Server(env, args.backend_dir, root, os.path.join(args.work, "reloads_%s.log" % form),
+                            ("--model-control-mode", "explicit")) as server:
+            server.wait_ready()
+            client = make_client("http", server)
+            rss = []
+            for cycle in range(cycles):
+                client.load_model(form)
+                client.unload_model(form)
+                deadline = time.monotonic() + 60
+                while server.log_text().count("successfully unloaded '%s'" % form) <= cycle and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                rss.append(server.rss_bytes())
+            check(rss[-1] - rss[0] <= slack, "%s: %d load/unload cycles: the server holds %.1f MB after the first, %.1f MB after the last (want within %.0f MB)"
+                  % (form, cycles, rss[0] / 1e6, rss[-1] / 1e6, slack / 1e6))
+
+
 def main():
     if len(sys.argv) == 6 and sys.argv[1] == "--stream-client":
         return stream_client(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
@@ -500,6 +526,7 @@ def main():
             check_cancellation(server, refs)
             check(server.running(), "the server ran throughout")
         check_memory(env, args, refs)
+        check_reloads(env, args)
         check_shutdown_after_client_dies(env, args)
     except Exception:  # noqa: BLE001 - a crash of the test is a failure with its trace
         traceback.print_exc()
