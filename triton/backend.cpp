@@ -133,6 +133,22 @@ gexec::param_dict load_params_unmapped_on_unload(const fs::path& file) {
   return params;
 }
 
+/// A split folder without its parameter file loads only when the configuration asks for
+/// the weights as inputs: otherwise clients would be asked for tensors they do not have.
+void check_weights(const model_files& f, bool weights_as_inputs) {
+  if (weights_as_inputs) {
+    if (f.graph.empty() || !f.params.empty())
+      throw gexec::error(gexec::errc::invalid_argument, "parameter weights_as_inputs \"true\" serves a graph.json + lib.so folder that has no parameter file, but " +
+                                                            (f.graph.empty() ? f.library.string() + " is a single-file model (its weights inside)"
+                                                                             : f.params.string() + " is there"));
+    return;
+  }
+  if (!f.graph.empty() && f.params.empty())
+    throw gexec::error(gexec::errc::io, f.graph.parent_path().string() +
+                                            " has graph.json and lib.so but no parameter file (params or params.bin): add it, or set the "
+                                            "parameter weights_as_inputs to \"true\" to serve the weights as inputs every request sends");
+}
+
 gexec::model load_model(const model_files& f, const gexec::model_options& o) {
   if (f.graph.empty()) return gexec::model::load(f.library, o);
   if (!f.params.empty())
@@ -156,6 +172,7 @@ class model_state {
     settings_ = read_settings(config);
     const json::value* dmf = config.if_contains("default_model_filename");
     const model_files files = find_files(fs::path(location) / std::to_string(version_), dmf && dmf->is_string() ? std::string(dmf->as_string()) : "");
+    check_weights(files, settings_.weights_as_inputs);
 
     gexec::model_options options;
     options.runtime = settings_.num_threads > 0 ? gexec::runtime::create({.num_threads = settings_.num_threads})

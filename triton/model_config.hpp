@@ -12,7 +12,7 @@
 //     backend runs the model B rows at a time, padding the last run with zero rows and
 //     slicing the outputs. Only the configuration can say that rows are independent (a
 //     sort along the first axis is not), so batching is never turned on by itself.
-//   - Parameters: num_threads, planner, execution_policy (see read_settings).
+//   - Parameters: num_threads, planner, execution_policy, weights_as_inputs (see settings).
 //
 // Nothing here calls the server: it works on Boost.JSON values, so it is tested alone.
 
@@ -73,6 +73,9 @@ struct settings {
   int num_threads = 0;                        ///< threads of the model's own pool; 0: the process-wide runtime
   std::string planner = "as_compiled";        ///< as_compiled (TVM's storage plan) or liveness (smaller)
   std::string execution_policy = "sequential";  ///< sequential or parallel (independent branches at once)
+  /// A graph.json + lib.so folder without a parameter file is served with its weights as
+  /// inputs that every request sends. Only on request: a missing file is otherwise an error.
+  bool weights_as_inputs = false;
 };
 
 [[noreturn]] inline void config_error(const std::string& what) { throw gexec::error(gexec::errc::invalid_argument, what); }
@@ -149,7 +152,10 @@ inline std::optional<std::int64_t> as_int(const json::value& v) noexcept {
 
 inline std::string shape_text(const std::vector<std::int64_t>& s) {
   std::string t = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t += ',';
+    t += std::to_string(s[i]);
+  }
   return t + "]";
 }
 
@@ -192,8 +198,11 @@ inline settings read_settings(const json::object& config) {
     } else if (key == "execution_policy") {
       if (!gexec::is_policy_name(v)) config_error("parameter execution_policy \"" + v + "\": expected sequential or parallel");
       s.execution_policy = v;
+    } else if (key == "weights_as_inputs") {
+      if (v != "true" && v != "false") config_error("parameter weights_as_inputs \"" + v + "\": expected true or false");
+      s.weights_as_inputs = v == "true";
     } else {
-      config_error("unknown parameter \"" + std::string(key) + "\" (gexec reads num_threads, planner and execution_policy)");
+      config_error("unknown parameter \"" + std::string(key) + "\" (gexec reads num_threads, planner, execution_policy and weights_as_inputs)");
     }
   }
   return s;

@@ -37,6 +37,7 @@ TRITON_TYPES = {"bool": "BOOL", "uint8": "UINT8", "uint16": "UINT16", "uint32": 
                 "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64",
                 "float16": "FP16", "float32": "FP32", "float64": "FP64"}
 AUTO = 'backend: "gexec"\n'
+WEIGHTS_AS_INPUTS = 'parameters: { key: "weights_as_inputs" value: { string_value: "true" } }\n'
 # One instance on one thread: requests queue behind each other (ResNet takes tens of ms).
 SERIAL = 'instance_group [ { count: 1, kind: KIND_CPU } ]\nparameters: { key: "num_threads" value: { string_value: "1" } }\n'
 
@@ -121,6 +122,12 @@ parameters: { key: "execution_policy" value: { string_value: "parallel" } }
     repo.broken("bad_not_a_library", {"model.so": b"#!/bin/sh\necho not a library\n" * 100}, AUTO, "invalid ELF header")
     repo.broken("bad_graph", {"graph.json": graph[:len(graph) // 2], "lib.so": lib, "params": params}, AUTO, "invalid_json")
     repo.broken("bad_params", {"graph.json": graph, "lib.so": lib, "params": params[:len(params) // 2]}, AUTO, "invalid_params")
+    repo.broken("bad_no_params", {"graph.json": graph, "lib.so": lib}, AUTO,
+                "has graph.json and lib.so but no parameter file (params or params.bin): add it, or set the parameter weights_as_inputs")
+    repo.broken("bad_weights_as_inputs", {"graph.json": graph, "lib.so": lib, "params": params}, AUTO + WEIGHTS_AS_INPUTS,
+                "weights_as_inputs \\\"true\\\" serves a graph.json + lib.so folder that has no parameter file")
+    harness.make_model_dir(root, "mlp_weights_as_inputs", {"graph.json": repo.path("mlp", "graph.json"), "lib.so": repo.path("mlp", "lib.so")},
+                           AUTO + WEIGHTS_AS_INPUTS)
     repo.broken("bad_no_files", {"README": b"nothing here\n"}, AUTO, "holds neither model.so nor graph.json + lib.so + params")
     repo.broken("bad_dims", {"model.so": mlp_so},
                 AUTO + 'input [ { name: "data", data_type: TYPE_FP32, dims: [ 3, 64 ] } ]\n',
@@ -213,6 +220,20 @@ def check_models(server, repo, refs):
             check(got_in == want_in and got_out == want_out,
                   "%s over %s: metadata lists the model's inputs and outputs%s" % (name, protocol, "" if got_in == want_in and got_out == want_out
                                                                                   else " (got %s %s)" % (got_in, got_out)))
+
+
+def check_weights_as_inputs(server, args, refs):
+    """A split folder without its parameter file, served on request with the weights as
+    inputs: sending params.bin's tensors with the data gives TVM's output."""
+    params = harness.read_param_dict(os.path.join(args.conformance, "mlp", "params.bin"))
+    state, reason = server.model_states().get("mlp_weights_as_inputs", ("missing", ""))
+    check(state == "READY", "mlp_weights_as_inputs (weights_as_inputs \"true\", no parameter file) is READY (%s %s)" % (state, reason))
+    client = make_client("http", server)
+    meta = client.get_model_metadata("mlp_weights_as_inputs")
+    names = sorted(t["name"] for t in meta["inputs"])
+    check(names == sorted(["data", *params]), "mlp_weights_as_inputs: its inputs are the data and the %d weights (%s)" % (len(params), names))
+    got = infer("http", client, "mlp_weights_as_inputs", {"data": refs["mlp"].inputs["data"], **params}, ["output0"])
+    check_outputs("mlp_weights_as_inputs with params.bin's tensors sent as inputs", got, refs["mlp"].outputs)
 
 
 def check_batching(server, refs):
@@ -519,6 +540,7 @@ def main():
         with harness.Server(env, args.backend_dir, repo.root, log) as server:
             server.wait_ready()
             check_states(server, repo)
+            check_weights_as_inputs(server, args, refs)
             check_models(server, repo, refs)
             check_batching(server, refs)
             check_bad_requests(server, refs)

@@ -51,18 +51,24 @@ TEST_CASE("data types map one to one to Triton's, and what has no equivalent is 
   CHECK(contains(error_of([&] { (void)gt::complete_config(config("{}"), vec4, {}, true); }), "x: data type float32x4 has no Triton equivalent"));
 }
 
-TEST_CASE("parameters: defaults, the three known keys, and a clear error for anything else") {
+TEST_CASE("parameters: defaults, the four known keys, and a clear error for anything else") {
   const gt::settings d = gt::read_settings(config("{}"));
   CHECK(d.num_threads == 0);
   CHECK(d.planner == "as_compiled");
   CHECK(d.execution_policy == "sequential");
+  CHECK_FALSE(d.weights_as_inputs);
   const gt::settings s = gt::read_settings(config(R"({"parameters": {"num_threads": {"string_value": "3"},
-      "planner": {"string_value": "liveness"}, "execution_policy": {"string_value": "parallel"}}})"));
+      "planner": {"string_value": "liveness"}, "execution_policy": {"string_value": "parallel"},
+      "weights_as_inputs": {"string_value": "true"}}})"));
   CHECK(s.num_threads == 3);
   CHECK(s.planner == "liveness");
   CHECK(s.execution_policy == "parallel");
+  CHECK(s.weights_as_inputs);
+  CHECK_FALSE(gt::read_settings(config(R"({"parameters": {"weights_as_inputs": {"string_value": "false"}}})")).weights_as_inputs);
+  CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"weights_as_inputs": {"string_value": "yes"}}})")); }),
+                 "parameter weights_as_inputs \"yes\": expected true or false"));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"threads": {"string_value": "3"}}})")); }),
-                 "unknown parameter \"threads\" (gexec reads num_threads, planner and execution_policy)"));
+                 "unknown parameter \"threads\" (gexec reads num_threads, planner, execution_policy and weights_as_inputs)"));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"num_threads": {"string_value": "-1"}}})")); }),
                  "parameter num_threads \"-1\""));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"num_threads": {"string_value": "2x"}}})")); }),
