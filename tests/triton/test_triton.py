@@ -11,7 +11,8 @@ Exits 77 (skipped) with the reason when either is missing, 1 when a check fails.
 
 The server binds 127.0.0.1 only, on ports picked here. Its repository holds every
 conformance model as a single file, three of them also as TVM's three files, variants
-with configuration (batching, parameters, an explicit config) and bad models. Checked:
+with configuration (batching, parameters, explicit configs, outputs named by the config,
+weights as inputs) and bad models. Checked:
 outputs bit for bit against TVM's, model metadata against the models' info, each bad
 model's load failure and message, bad requests' errors, 1,000 requests from 8 concurrent
 clients, queued requests cancelled by their gRPC client answered without running, the
@@ -128,6 +129,15 @@ parameters: { key: "execution_policy" value: { string_value: "parallel" } }
                 "weights_as_inputs \\\"true\\\" serves a graph.json + lib.so folder that has no parameter file")
     harness.make_model_dir(root, "mlp_weights_as_inputs", {"graph.json": repo.path("mlp", "graph.json"), "lib.so": repo.path("mlp", "lib.so")},
                            AUTO + WEIGHTS_AS_INPUTS)
+    # Outputs named by the configuration: by position, and by the graph's names (gexec's
+    # "node:head" and the bare node name where one output comes from it).
+    harness.make_model_dir(root, "mlp_named_outputs", {"model.so": repo.path("mlp", "model.so")}, AUTO + """max_batch_size: 0
+output [ { name: "probabilities", data_type: TYPE_FP32, dims: [ 2, 10 ] } ]
+""")
+    harness.make_model_dir(root, "reshape_split_named_outputs", {"model.so": repo.path("reshape_split", "model.so")}, AUTO + """max_batch_size: 0
+output [ { name: "tvmgen_default_fused_reshape_add", data_type: TYPE_FP32, dims: [ 4, 6 ] },
+         { name: "tvmgen_default_fused_split:1", data_type: TYPE_FP32, dims: [ 6, 2 ] } ]
+""")
     repo.broken("bad_no_files", {"README": b"nothing here\n"}, AUTO, "holds neither model.so nor graph.json + lib.so + params")
     repo.broken("bad_dims", {"model.so": mlp_so},
                 AUTO + 'input [ { name: "data", data_type: TYPE_FP32, dims: [ 3, 64 ] } ]\n',
@@ -234,6 +244,20 @@ def check_weights_as_inputs(server, args, refs):
     check(names == sorted(["data", *params]), "mlp_weights_as_inputs: its inputs are the data and the %d weights (%s)" % (len(params), names))
     got = infer("http", client, "mlp_weights_as_inputs", {"data": refs["mlp"].inputs["data"], **params}, ["output0"])
     check_outputs("mlp_weights_as_inputs with params.bin's tensors sent as inputs", got, refs["mlp"].outputs)
+
+
+def check_named_outputs(server, refs):
+    cases = {"mlp_named_outputs": ("mlp", {"probabilities": "output0"}),
+             "reshape_split_named_outputs": ("reshape_split", {"tvmgen_default_fused_reshape_add": "output4", "tvmgen_default_fused_split:1": "output1"})}
+    for protocol in ("http", "grpc"):
+        client = make_client(protocol, server)
+        for name, (model, named) in cases.items():
+            ref = refs[model]
+            got = infer(protocol, client, name, ref.inputs, list(named))
+            check_outputs("%s over %s: outputs %s" % (name, protocol, sorted(named)), got, {k: ref.outputs[v] for k, v in named.items()})
+            meta = client.get_model_metadata(name) if protocol == "http" else client.get_model_metadata(name, as_json=True)
+            served = sorted(t["name"] for t in meta["outputs"])
+            check(served == sorted(named), "%s over %s: metadata lists the configured output names %s" % (name, protocol, served))
 
 
 def check_batching(server, refs):
@@ -541,6 +565,7 @@ def main():
             server.wait_ready()
             check_states(server, repo)
             check_weights_as_inputs(server, args, refs)
+            check_named_outputs(server, refs)
             check_models(server, repo, refs)
             check_batching(server, refs)
             check_bad_requests(server, refs)
