@@ -3,7 +3,8 @@
 // the server hands the backend) read, completed from the model and checked against it.
 //
 //   - Tensors: inputs keep the graph's names; outputs are named output0, output1, ... by
-//     their index. Data types map one to one (float32 <-> TYPE_FP32, ...).
+//     their index, unless an explicit configuration names them (see name_outputs). Data
+//     types map one to one (float32 <-> TYPE_FP32, ...).
 //   - Batching: with max_batch_size 0 (what auto-completion keeps) requests give the
 //     model's shapes exactly and each runs as compiled. A model whose inputs and outputs
 //     all share a leading dimension B, whose rows are independent, may be served with
@@ -12,7 +13,7 @@
 //     backend runs the model B rows at a time, padding the last run with zero rows and
 //     slicing the outputs. Only the configuration can say that rows are independent (a
 //     sort along the first axis is not), so batching is never turned on by itself.
-//   - Parameters: num_threads, planner, execution_policy (see read_settings).
+//   - Parameters: num_threads, planner, execution_policy, weights_as_inputs (see settings).
 //
 // Nothing here calls the server: it works on Boost.JSON values, so it is tested alone.
 
@@ -45,7 +46,7 @@ struct model_tensor {
 
 /// One tensor as served.
 struct served_tensor {
-  std::string name;  ///< Triton's name: the input's own, "output<index>" for outputs
+  std::string name;  ///< Triton's name: the input's own; for outputs "output<index>" or the configuration's
   int index = 0;
   DLDataType dtype{};
   TRITONSERVER_DataType type = TRITONSERVER_TYPE_INVALID;
@@ -73,6 +74,9 @@ struct settings {
   int num_threads = 0;                        ///< threads of the model's own pool; 0: the process-wide runtime
   std::string planner = "as_compiled";        ///< as_compiled (TVM's storage plan) or liveness (smaller)
   std::string execution_policy = "sequential";  ///< sequential or parallel (independent branches at once)
+  /// A graph.json + lib.so folder without a parameter file is served with its weights as
+  /// inputs that every request sends. Only on request: a missing file is otherwise an error.
+  bool weights_as_inputs = false;
 };
 
 [[noreturn]] inline void config_error(const std::string& what) { throw gexec::error(gexec::errc::invalid_argument, what); }
@@ -149,7 +153,10 @@ inline std::optional<std::int64_t> as_int(const json::value& v) noexcept {
 
 inline std::string shape_text(const std::vector<std::int64_t>& s) {
   std::string t = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t += ',';
+    t += std::to_string(s[i]);
+  }
   return t + "]";
 }
 
@@ -192,8 +199,11 @@ inline settings read_settings(const json::object& config) {
     } else if (key == "execution_policy") {
       if (!gexec::is_policy_name(v)) config_error("parameter execution_policy \"" + v + "\": expected sequential or parallel");
       s.execution_policy = v;
+    } else if (key == "weights_as_inputs") {
+      if (v != "true" && v != "false") config_error("parameter weights_as_inputs \"" + v + "\": expected true or false");
+      s.weights_as_inputs = v == "true";
     } else {
-      config_error("unknown parameter \"" + std::string(key) + "\" (gexec reads num_threads, planner and execution_policy)");
+      config_error("unknown parameter \"" + std::string(key) + "\" (gexec reads num_threads, planner, execution_policy and weights_as_inputs)");
     }
   }
   return s;
@@ -238,6 +248,72 @@ inline std::int64_t elements(const std::vector<std::int64_t>& dims) {
   return n;
 }
 
+/// The output index a name of the form output<k> stands for, if it has that form.
+inline std::optional<std::size_t> output_index_name(std::string_view name) {
+  constexpr std::string_view prefix = "output";
+  if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) return std::nullopt;
+  std::size_t k = 0;
+  const char* first = name.data() + prefix.size();
+  const auto [end, ec] = std::from_chars(first, name.data() + name.size(), k);
+  if (ec != std::errc{} || end != name.data() + name.size() || (*first == '0' && end - first > 1)) return std::nullopt;
+  return k;
+}
+
+/// Names the served outputs after an explicit configuration's output list. Each entry
+/// names one of the model's outputs by
+///   1. output<k>: the model's k-th output (an error when it has no k-th);
+///   2. the graph's name of it, "node:k" as gexec names outputs (node, head index);
+///   3. the bare node name, where exactly one output comes from that node;
+///   4. otherwise its position: the k-th entry is the model's k-th output.
+/// Two entries naming one output are an error. Outputs the list leaves out keep output<k>.
+inline void name_outputs(const json::array& given, const std::vector<model_tensor>& model_outputs, std::vector<served_tensor>& served) {
+  std::vector<std::string> named_by(served.size());
+  auto known = [&] {
+    std::string s;
+    for (std::size_t k = 0; k < model_outputs.size(); ++k) s += (s.empty() ? "" : ", ") + ("output" + std::to_string(k)) + " (" + model_outputs[k].name + ")";
+    return s;
+  };
+  for (std::size_t position = 0; position < given.size(); ++position) {
+    const json::value& v = given[position];
+    if (!v.is_object()) config_error("output entries must be maps");
+    const json::value* n = v.as_object().if_contains("name");
+    const std::string name = n && n->is_string() ? std::string(n->as_string()) : "";
+    const std::string what = "config output \"" + name + "\"";
+    std::optional<std::size_t> k;
+    if (const auto index = output_index_name(name)) {
+      if (*index >= served.size()) config_error(what + ": the model has no output of that name (outputs: " + known() + ")");
+      k = index;
+    }
+    for (std::size_t j = 0; !k && j < model_outputs.size(); ++j)
+      if (model_outputs[j].name == name) k = j;
+    if (!k) {
+      std::vector<std::size_t> from_node;
+      for (std::size_t j = 0; j < model_outputs.size(); ++j) {
+        const std::string& head = model_outputs[j].name;
+        const std::size_t colon = head.rfind(':');
+        if (colon != std::string::npos && std::string_view(head).substr(0, colon) == name) from_node.push_back(j);
+      }
+      if (from_node.size() > 1) {
+        std::string names;
+        for (std::size_t j : from_node) names += (names.empty() ? "" : ", ") + model_outputs[j].name;
+        config_error(what + ": " + std::to_string(from_node.size()) + " outputs come from that node (" + names + "); name one of them");
+      }
+      if (from_node.size() == 1) k = from_node[0];
+    }
+    if (!k) {
+      if (position >= served.size())
+        config_error(what + ": the model has no output of that name, and no output " + std::to_string(position) +
+                     " to take by its position (outputs: " + known() + ")");
+      k = position;
+    }
+    if (!named_by[*k].empty())
+      config_error("config outputs \"" + named_by[*k] + "\" and \"" + name + "\" both name the model's output " + std::to_string(*k) + " (" +
+                   model_outputs[*k].name + ")");
+    named_by[*k] = name;
+    served[*k].name = name;
+  }
+}
+
 /// Checks the configuration's list of inputs or outputs against the served tensors.
 inline void check_entries(const json::array& given, const std::vector<served_tensor>& served, bool batched, const char* kind,
                           bool all_required) {
@@ -247,16 +323,18 @@ inline void check_entries(const json::array& given, const std::vector<served_ten
     const json::object& io = v.as_object();
     const json::value* n = io.if_contains("name");
     const std::string name = n && n->is_string() ? std::string(n->as_string()) : "";
-    const std::string what = "config " + std::string(kind) + " \"" + name + "\"";
+    const std::string config_what = "config " + std::string(kind) + " \"" + name + "\"";
     std::size_t k = 0;
     while (k < served.size() && served[k].name != name) ++k;
     if (k == served.size()) {
       std::string known;
       for (const served_tensor& t : served) known += (known.empty() ? "" : ", ") + t.name;
-      config_error(what + ": the model has no " + kind + " of that name (" + kind + "s: " + known + ")");
+      config_error(config_what + ": the model has no " + kind + " of that name (" + kind + "s: " + known + ")");
     }
     seen[k] = true;
     const served_tensor& t = served[k];
+    const std::string as_model = std::string(kind) == "output" ? "output" + std::to_string(t.index) : name;
+    const std::string what = name == as_model ? config_what : config_what + " (the model's " + as_model + ")";
     const json::value* type = io.if_contains("data_type");
     const std::string type_name = type && type->is_string() ? std::string(type->as_string()) : "";
     if (type_name != config_type_name(t.type))
@@ -310,6 +388,7 @@ inline completed_config complete_config(json::object config, const std::vector<m
   for (const model_tensor& t : inputs) L.inputs.push_back(serve(t, t.name, m > 0));
   for (const model_tensor& t : outputs) L.outputs.push_back(serve(t, "output" + std::to_string(t.index), m > 0));
 
+  if (has_out) name_outputs(*given_out, outputs, L.outputs);
   if (has_in) check_entries(*given_in, L.inputs, m > 0, "input", true);
   if (has_out) check_entries(*given_out, L.outputs, m > 0, "output", false);
   if (!has_in || !has_out) {

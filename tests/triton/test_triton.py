@@ -11,18 +11,23 @@ Exits 77 (skipped) with the reason when either is missing, 1 when a check fails.
 
 The server binds 127.0.0.1 only, on ports picked here. Its repository holds every
 conformance model as a single file, three of them also as TVM's three files, variants
-with configuration (batching, parameters, an explicit config) and bad models. Checked:
+with configuration (batching, parameters, explicit configs, outputs named by the config,
+weights as inputs) and bad models. Checked:
 outputs bit for bit against TVM's, model metadata against the models' info, each bad
 model's load failure and message, bad requests' errors, 1,000 requests from 8 concurrent
-clients, and the server's memory with 4 instances of ResNet.
+clients, queued requests cancelled by their gRPC client answered without running, the
+server's memory with 4 instances of ResNet and over 20 load/unload cycles, and a prompt shutdown after a streaming
+client with hundreds of requests queued is killed.
 """
 
 import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
+import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,6 +38,9 @@ TRITON_TYPES = {"bool": "BOOL", "uint8": "UINT8", "uint16": "UINT16", "uint32": 
                 "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64",
                 "float16": "FP16", "float32": "FP32", "float64": "FP64"}
 AUTO = 'backend: "gexec"\n'
+WEIGHTS_AS_INPUTS = 'parameters: { key: "weights_as_inputs" value: { string_value: "true" } }\n'
+# One instance on one thread: requests queue behind each other (ResNet takes tens of ms).
+SERIAL = 'instance_group [ { count: 1, kind: KIND_CPU } ]\nparameters: { key: "num_threads" value: { string_value: "1" } }\n'
 
 failures = []
 
@@ -103,6 +111,7 @@ def build_repository(conformance, root, models):
 input [ { name: "data", data_type: TYPE_FP32, dims: [ 64 ] } ]
 output [ { name: "output0", data_type: TYPE_FP32, dims: [ 10 ] } ]
 """, params="params.bin")
+    repo.single("resnet_serial", "resnet", AUTO + SERIAL)
     repo.single("resnet_tuned", "resnet", AUTO + """instance_group [ { count: 2, kind: KIND_CPU } ]
 parameters: { key: "num_threads" value: { string_value: "1" } }
 parameters: { key: "planner" value: { string_value: "liveness" } }
@@ -114,6 +123,21 @@ parameters: { key: "execution_policy" value: { string_value: "parallel" } }
     repo.broken("bad_not_a_library", {"model.so": b"#!/bin/sh\necho not a library\n" * 100}, AUTO, "invalid ELF header")
     repo.broken("bad_graph", {"graph.json": graph[:len(graph) // 2], "lib.so": lib, "params": params}, AUTO, "invalid_json")
     repo.broken("bad_params", {"graph.json": graph, "lib.so": lib, "params": params[:len(params) // 2]}, AUTO, "invalid_params")
+    repo.broken("bad_no_params", {"graph.json": graph, "lib.so": lib}, AUTO,
+                "has graph.json and lib.so but no parameter file (params or params.bin): add it, or set the parameter weights_as_inputs")
+    repo.broken("bad_weights_as_inputs", {"graph.json": graph, "lib.so": lib, "params": params}, AUTO + WEIGHTS_AS_INPUTS,
+                "weights_as_inputs \\\"true\\\" serves a graph.json + lib.so folder that has no parameter file")
+    harness.make_model_dir(root, "mlp_weights_as_inputs", {"graph.json": repo.path("mlp", "graph.json"), "lib.so": repo.path("mlp", "lib.so")},
+                           AUTO + WEIGHTS_AS_INPUTS)
+    # Outputs named by the configuration: by position, and by the graph's names (gexec's
+    # "node:head" and the bare node name where one output comes from it).
+    harness.make_model_dir(root, "mlp_named_outputs", {"model.so": repo.path("mlp", "model.so")}, AUTO + """max_batch_size: 0
+output [ { name: "probabilities", data_type: TYPE_FP32, dims: [ 2, 10 ] } ]
+""")
+    harness.make_model_dir(root, "reshape_split_named_outputs", {"model.so": repo.path("reshape_split", "model.so")}, AUTO + """max_batch_size: 0
+output [ { name: "tvmgen_default_fused_reshape_add", data_type: TYPE_FP32, dims: [ 4, 6 ] },
+         { name: "tvmgen_default_fused_split:1", data_type: TYPE_FP32, dims: [ 6, 2 ] } ]
+""")
     repo.broken("bad_no_files", {"README": b"nothing here\n"}, AUTO, "holds neither model.so nor graph.json + lib.so + params")
     repo.broken("bad_dims", {"model.so": mlp_so},
                 AUTO + 'input [ { name: "data", data_type: TYPE_FP32, dims: [ 3, 64 ] } ]\n',
@@ -208,6 +232,34 @@ def check_models(server, repo, refs):
                                                                                   else " (got %s %s)" % (got_in, got_out)))
 
 
+def check_weights_as_inputs(server, args, refs):
+    """A split folder without its parameter file, served on request with the weights as
+    inputs: sending params.bin's tensors with the data gives TVM's output."""
+    params = harness.read_param_dict(os.path.join(args.conformance, "mlp", "params.bin"))
+    state, reason = server.model_states().get("mlp_weights_as_inputs", ("missing", ""))
+    check(state == "READY", "mlp_weights_as_inputs (weights_as_inputs \"true\", no parameter file) is READY (%s %s)" % (state, reason))
+    client = make_client("http", server)
+    meta = client.get_model_metadata("mlp_weights_as_inputs")
+    names = sorted(t["name"] for t in meta["inputs"])
+    check(names == sorted(["data", *params]), "mlp_weights_as_inputs: its inputs are the data and the %d weights (%s)" % (len(params), names))
+    got = infer("http", client, "mlp_weights_as_inputs", {"data": refs["mlp"].inputs["data"], **params}, ["output0"])
+    check_outputs("mlp_weights_as_inputs with params.bin's tensors sent as inputs", got, refs["mlp"].outputs)
+
+
+def check_named_outputs(server, refs):
+    cases = {"mlp_named_outputs": ("mlp", {"probabilities": "output0"}),
+             "reshape_split_named_outputs": ("reshape_split", {"tvmgen_default_fused_reshape_add": "output4", "tvmgen_default_fused_split:1": "output1"})}
+    for protocol in ("http", "grpc"):
+        client = make_client(protocol, server)
+        for name, (model, named) in cases.items():
+            ref = refs[model]
+            got = infer(protocol, client, name, ref.inputs, list(named))
+            check_outputs("%s over %s: outputs %s" % (name, protocol, sorted(named)), got, {k: ref.outputs[v] for k, v in named.items()})
+            meta = client.get_model_metadata(name) if protocol == "http" else client.get_model_metadata(name, as_json=True)
+            served = sorted(t["name"] for t in meta["outputs"])
+            check(served == sorted(named), "%s over %s: metadata lists the configured output names %s" % (name, protocol, served))
+
+
 def check_batching(server, refs):
     ref = refs["mlp"]
     x, y = ref.inputs["data"], ref.outputs["output0"]  # 2 rows: the model's batch
@@ -265,6 +317,106 @@ def check_bad_requests(server, refs):
         check(server.running(), "the server is still running after bad requests over %s" % protocol)
         got = infer(protocol, client, "mlp", {"data": x}, ["output0"])
         check_outputs("mlp over %s after bad requests" % protocol, got, refs["mlp"].outputs)
+
+
+def model_stats(server, model):
+    return make_client("http", server).get_inference_statistics(model)["model_stats"][0]
+
+
+def inputs_of(protocol, ref):
+    tc = client_module(protocol)
+    from tritonclient.utils import np_to_triton_dtype
+
+    tensors = []
+    for name, array in ref.inputs.items():
+        t = tc.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+        t.set_data_from_numpy(array)
+        tensors.append(t)
+    return tensors
+
+
+def check_cancellation(server, refs, cancelled=8, model="resnet_serial"):
+    """Requests cancelled by their gRPC client while queued behind others are answered
+    CANCELLED by the backend and never run: the model's statistics count only the others'
+    executions, and the cancelled ones as failures. The requests kept in front take about
+    a second (as many as one measured inference says), so the cancelled ones are queued
+    before their cancellation and still queued when it arrives."""
+    client = make_client("grpc", server)
+    start = time.monotonic()
+    infer("grpc", client, model, refs["resnet"].inputs, ["output0"])
+    kept = max(6, int(1.0 / max(time.monotonic() - start, 1e-3)) + 1)
+    before = model_stats(server, model)
+    errors = []
+
+    def done(result, error):
+        if error is not None:
+            errors.append(str(error))
+
+    running = [client.async_infer(model, inputs_of("grpc", refs["resnet"]), callback=done) for _ in range(kept)]
+    time.sleep(0.05)  # the kept ones queue first
+    queued = [client.async_infer(model, inputs_of("grpc", refs["resnet"]), callback=done) for _ in range(cancelled)]
+    time.sleep(0.2)  # and these behind them, before they are cancelled
+    for call in queued:
+        call.cancel()
+
+    def delta(after, key):
+        return int(after["inference_stats"][key]["count"]) - int(before["inference_stats"][key]["count"])
+
+    deadline = time.monotonic() + 120
+    while True:  # until the server has answered all of them (the client knew at once)
+        after = model_stats(server, model)
+        if delta(after, "success") + delta(after, "fail") >= kept + cancelled or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    ran = int(after["execution_count"]) - int(before["execution_count"])
+    check(ran == kept and delta(after, "success") == kept and delta(after, "fail") == cancelled and len(running) == kept,
+          "%d of %d queued requests cancelled by the gRPC client: %d executions, %d succeeded, %d answered with an error (want %d, %d, %d)"
+          % (cancelled, kept + cancelled, ran, delta(after, "success"), delta(after, "fail"), kept, kept, cancelled))
+    check(len(errors) == cancelled and all("CANCELLED" in e.upper() for e in errors),
+          "the client saw %d cancelled calls and no other error: %s" % (len(errors), errors[:1]))
+    check(server.running(), "the server is still running after cancelled requests")
+
+
+def stream_client(url, model, count, conformance):
+    """Sends `count` requests to `model` on one gRPC stream, says so on stdout, then waits
+    to be killed (check_shutdown_after_client_dies runs this in a child process)."""
+    import tritonclient.grpc as tc
+
+    ref = Reference(conformance, "resnet")
+    client = tc.InferenceServerClient(url)
+    client.start_stream(callback=lambda result, error: None)
+    for i in range(count):
+        client.async_stream_infer(model, inputs_of("grpc", ref), request_id=str(i))
+    print("sent %d" % count, flush=True)
+    time.sleep(3600)
+
+
+def check_shutdown_after_client_dies(env, args, trials=2, requests=500, bound=10.0):
+    """A streaming client killed (SIGKILL) with hundreds of requests queued, then SIGTERM:
+    the server cancels the dead stream's requests, the backend answers them without running
+    them, the model unloads and the server exits at once. (Running them all kept the model
+    loaded past the server's 30 s exit timeout.)"""
+    d = os.path.join(args.conformance, "resnet")
+    root = os.path.join(args.work, "shutdown")
+    shutil.rmtree(root, ignore_errors=True)
+    harness.make_model_dir(root, "resnet", {"model.so": os.path.join(d, "model.so")}, AUTO + SERIAL)
+    for trial in range(trials):
+        log = os.path.join(args.work, "shutdown_%d.log" % trial)
+        with harness.Server(env, args.backend_dir, root, log) as server:
+            server.wait_ready()
+            child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--stream-client", server.grpc_url, "resnet", str(requests),
+                                      args.conformance], stdout=subprocess.PIPE)
+            sent = child.stdout.readline().decode().strip()
+            time.sleep(0.5)
+            child.kill()
+            child.wait()
+            ran = int(model_stats(server, "resnet")["execution_count"])
+            start = time.monotonic()
+            status = server.stop(timeout=60)
+            took = time.monotonic() - start
+            check(sent == "sent %d" % requests and status == 0 and took < bound,
+                  "shutdown %d after a streaming client was killed with %d requests queued (%d had run): %.1f s, exit status %s (want < %g s, 0)"
+                  % (trial + 1, requests, ran, took, status, bound))
 
 
 def check_load(server, repo, refs, total=1000, clients=8):
@@ -363,7 +515,35 @@ def check_memory(env, args, refs, instances=4, slack=16 << 20):
                   % (form, instances, grown / 1e6, weights / 1e6, instances, activations / 1e6, bound / 1e6, slack / 1e6))
 
 
+def check_reloads(env, args, cycles=20, slack=5 << 20):
+    """Load/unload cycles of ResNet (44.7 MB of weights) in explicit model control mode:
+    the server's memory after 20 cycles is within a few MB of what it was after one."""
+    d = os.path.join(args.conformance, "resnet")
+    root = os.path.join(args.work, "reloads")
+    shutil.rmtree(root, ignore_errors=True)
+    harness.make_model_dir(root, "resnet_split", {"graph.json": os.path.join(d, "graph.json"), "lib.so": os.path.join(d, "lib.so"),
+                                                  "params": os.path.join(d, "params.bin")}, AUTO)
+    harness.make_model_dir(root, "resnet_single", {"model.so": os.path.join(d, "model.so")}, AUTO)
+    for form in ("resnet_split", "resnet_single"):
+        with harness.Server(env, args.backend_dir, root, os.path.join(args.work, "reloads_%s.log" % form),
+                            ("--model-control-mode", "explicit")) as server:
+            server.wait_ready()
+            client = make_client("http", server)
+            rss = []
+            for cycle in range(cycles):
+                client.load_model(form)
+                client.unload_model(form)
+                deadline = time.monotonic() + 60
+                while server.log_text().count("successfully unloaded '%s'" % form) <= cycle and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                rss.append(server.rss_bytes())
+            check(rss[-1] - rss[0] <= slack, "%s: %d load/unload cycles: the server holds %.1f MB after the first, %.1f MB after the last (want within %.0f MB)"
+                  % (form, cycles, rss[0] / 1e6, rss[-1] / 1e6, slack / 1e6))
+
+
 def main():
+    if len(sys.argv) == 6 and sys.argv[1] == "--stream-client":
+        return stream_client(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", required=True)
     p.add_argument("--backend-dir", required=True)
@@ -391,12 +571,17 @@ def main():
         with harness.Server(env, args.backend_dir, repo.root, log) as server:
             server.wait_ready()
             check_states(server, repo)
+            check_weights_as_inputs(server, args, refs)
+            check_named_outputs(server, refs)
             check_models(server, repo, refs)
             check_batching(server, refs)
             check_bad_requests(server, refs)
             check_load(server, repo, refs)
+            check_cancellation(server, refs)
             check(server.running(), "the server ran throughout")
         check_memory(env, args, refs)
+        check_reloads(env, args)
+        check_shutdown_after_client_dies(env, args)
     except Exception:  # noqa: BLE001 - a crash of the test is a failure with its trace
         traceback.print_exc()
         failures.append("exception")

@@ -51,18 +51,24 @@ TEST_CASE("data types map one to one to Triton's, and what has no equivalent is 
   CHECK(contains(error_of([&] { (void)gt::complete_config(config("{}"), vec4, {}, true); }), "x: data type float32x4 has no Triton equivalent"));
 }
 
-TEST_CASE("parameters: defaults, the three known keys, and a clear error for anything else") {
+TEST_CASE("parameters: defaults, the four known keys, and a clear error for anything else") {
   const gt::settings d = gt::read_settings(config("{}"));
   CHECK(d.num_threads == 0);
   CHECK(d.planner == "as_compiled");
   CHECK(d.execution_policy == "sequential");
+  CHECK_FALSE(d.weights_as_inputs);
   const gt::settings s = gt::read_settings(config(R"({"parameters": {"num_threads": {"string_value": "3"},
-      "planner": {"string_value": "liveness"}, "execution_policy": {"string_value": "parallel"}}})"));
+      "planner": {"string_value": "liveness"}, "execution_policy": {"string_value": "parallel"},
+      "weights_as_inputs": {"string_value": "true"}}})"));
   CHECK(s.num_threads == 3);
   CHECK(s.planner == "liveness");
   CHECK(s.execution_policy == "parallel");
+  CHECK(s.weights_as_inputs);
+  CHECK_FALSE(gt::read_settings(config(R"({"parameters": {"weights_as_inputs": {"string_value": "false"}}})")).weights_as_inputs);
+  CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"weights_as_inputs": {"string_value": "yes"}}})")); }),
+                 "parameter weights_as_inputs \"yes\": expected true or false"));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"threads": {"string_value": "3"}}})")); }),
-                 "unknown parameter \"threads\" (gexec reads num_threads, planner and execution_policy)"));
+                 "unknown parameter \"threads\" (gexec reads num_threads, planner, execution_policy and weights_as_inputs)"));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"num_threads": {"string_value": "-1"}}})")); }),
                  "parameter num_threads \"-1\""));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"num_threads": {"string_value": "2x"}}})")); }),
@@ -127,7 +133,7 @@ TEST_CASE("a configuration that disagrees with the model is refused, saying wher
   CHECK(contains(refused(R"({"max_batch_size": 2, "input": [{"name": "data", "data_type": "TYPE_FP32", "dims": [2, 64]}]})"),
                  "dims [2,64], the model's are [64] (its shape [2,64] without the batch dimension, as max_batch_size > 0)"));
   CHECK(contains(refused(R"({"output": [{"name": "output1", "data_type": "TYPE_FP32", "dims": [2, 10]}]})"),
-                 "config output \"output1\": the model has no output of that name (outputs: output0)"));
+                 "config output \"output1\": the model has no output of that name (outputs: output0 (node:0))"));
   CHECK(contains(refused(R"({"max_batch_size": -1})"), "max_batch_size must be a whole number >= 0"));
   CHECK(contains(refused("{}", false), "the config lists no inputs and auto-completion is disabled"));
   // A reshape to the model's own dims is accepted; one to other dims is not.
@@ -139,6 +145,47 @@ TEST_CASE("a configuration that disagrees with the model is refused, saying wher
                    (void)gt::complete_config(config(R"({"input": [{"name": "a", "data_type": "TYPE_FP32", "dims": [3]}]})"), two_in, {}, true);
                  }),
                  "the config lists inputs but not \"b\", which the model needs"));
+}
+
+TEST_CASE("an explicit configuration names outputs: output<k>, the graph's names, the bare node name, or by position") {
+  const std::vector<gt::model_tensor> in = {{"x", 0, gexec::dtypes::float32, {2, 4}}};
+  const std::vector<gt::model_tensor> out = {{"dense:0", 0, gexec::dtypes::float32, {2, 10}}, {"argmax:1", 1, gexec::dtypes::int64, {2}}};
+  auto served = [&](std::string_view outputs) {
+    const gt::completed_config c = gt::complete_config(config("{\"output\": " + std::string(outputs) + "}"), in, out, true);
+    std::vector<std::string> names;
+    for (const gt::served_tensor& t : c.layout.outputs) names.push_back(t.name);
+    return names;
+  };
+  auto refused = [&](std::string_view outputs) {
+    return error_of([&] { (void)gt::complete_config(config("{\"output\": " + std::string(outputs) + "}"), in, out, true); });
+  };
+  const std::string dense = R"("data_type": "TYPE_FP32", "dims": [2, 10]})", argmax = R"("data_type": "TYPE_INT64", "dims": [2]})";
+  using names = std::vector<std::string>;
+  CHECK(served("[{\"name\": \"output1\", " + argmax + "]") == names{"output0", "output1"});
+  CHECK(served("[{\"name\": \"argmax:1\", " + argmax + ", {\"name\": \"dense:0\", " + dense + "]") == names{"dense:0", "argmax:1"});
+  CHECK(served("[{\"name\": \"argmax\", " + argmax + ", {\"name\": \"dense\", " + dense + "]") == names{"dense", "argmax"});
+  CHECK(served("[{\"name\": \"scores\", " + dense + ", {\"name\": \"labels\", " + argmax + "]") == names{"scores", "labels"});
+  CHECK(served("[{\"name\": \"scores\", " + dense + "]") == names{"scores", "output1"});  // one listed: the other keeps its name
+  // The names are what requests use and what completion keeps: the config is left as given.
+  const gt::completed_config c = gt::complete_config(config("{\"output\": [{\"name\": \"scores\", " + dense + "]}"), in, out, true);
+  CHECK(json::serialize(c.config.at("output")) == R"([{"name":"scores","data_type":"TYPE_FP32","dims":[2,10]}])");
+
+  CHECK(contains(refused("[{\"name\": \"labels\", " + argmax + "]"),
+                 "config output \"labels\" (the model's output0): data_type TYPE_INT64, the model's is TYPE_FP32"));
+  CHECK(contains(refused("[{\"name\": \"scores\", " + dense + ", {\"name\": \"output0\", " + dense + "]"),
+                 "config outputs \"scores\" and \"output0\" both name the model's output 0 (dense:0)"));
+  CHECK(contains(refused("[{\"name\": \"a\", " + dense + ", {\"name\": \"b\", " + argmax + ", {\"name\": \"c\", " + argmax + "]"),
+                 "config output \"c\": the model has no output of that name, and no output 2 to take by its position (outputs: output0 (dense:0), output1 (argmax:1))"));
+  CHECK(contains(refused("[{\"name\": \"output2\", " + dense + "]"), "config output \"output2\": the model has no output of that name"));
+  const std::vector<gt::model_tensor> split = {{"split:0", 0, gexec::dtypes::float32, {3}}, {"split:1", 1, gexec::dtypes::float32, {3}}};
+  CHECK(contains(error_of([&] {
+                   (void)gt::complete_config(config(R"({"output": [{"name": "split", "data_type": "TYPE_FP32", "dims": [3]}]})"), in, split, true);
+                 }),
+                 "config output \"split\": 2 outputs come from that node (split:0, split:1); name one of them"));
+  CHECK(gt::output_index_name("output12") == 12u);
+  CHECK_FALSE(gt::output_index_name("output"));
+  CHECK_FALSE(gt::output_index_name("output01"));
+  CHECK_FALSE(gt::output_index_name("outputs"));
 }
 
 namespace {
