@@ -289,6 +289,17 @@ class graph_executor {
     static_assert(step_observer<Observer>, "gexec: run_in_turn(policy, observer) needs an observer modelling gexec::step_observer (before/after)");
     run_with<true>(policy, observer);
   }
+  /// Enqueues a copy between two tensors of equal byte size (host memory, or a device
+  /// of the model) on this executor's stream for that device, ordered with its runs:
+  /// nothing waits, and the data is in place after synchronize(). For servers that move
+  /// request data into bound inputs and out of outputs with one wait per batch. A copy
+  /// between host tensors is complete on return; one touching a device the model does not
+  /// run on, too (the backend's own stream).
+  void copy_async(const DLTensor& from, DLTensor& to) {
+    detail::busy_guard g(self().turns, "copy_async");
+    self().enqueue_copy(model(), from, to);
+  }
+
   /// Waits until every device of this executor has finished what was enqueued on it
   /// (outputs bound zero-copy on a device are complete then; get_output and
   /// copy_output_to wait by themselves).

@@ -236,6 +236,14 @@ struct executor_instance {
     });
     if (!on_stream) m.backends->copy(src, dst);  // a device the model does not run on: a stream of its own
   }
+  /// Enqueues a copy between tensors of equal size on this executor's stream for the
+  /// device it touches, behind the work already there; nothing waits. Between two host
+  /// tensors, a copy done on return.
+  void enqueue_copy(const model_state& m, const DLTensor& src, DLTensor& dst) {
+    const DLDevice d = dst.device.device_type != kDLCPU ? dst.device : src.device;
+    const bool on_stream = streams.on(d, [&](auto& b, auto& stream) { b.copy_async(src, dst, stream); });
+    if (!on_stream) m.backends->copy(src, dst);  // a device the model does not run on: complete on return
+  }
   /// Waits for the executor's stream on `device` (the host is about to read from it).
   void synchronize_for(DLDevice device) {
     if (device.device_type != kDLCPU) streams.synchronize(device);
