@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -68,7 +69,7 @@ TEST_CASE("parameters: defaults, the four known keys, and a clear error for anyt
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"weights_as_inputs": {"string_value": "yes"}}})")); }),
                  "parameter weights_as_inputs \"yes\": expected true or false"));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"threads": {"string_value": "3"}}})")); }),
-                 "unknown parameter \"threads\" (gexec reads num_threads, planner, execution_policy and weights_as_inputs)"));
+                 "unknown parameter \"threads\" (gexec reads num_threads, planner, execution_policy, weights_as_inputs, cuda_graph and cuda_devices)"));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"num_threads": {"string_value": "-1"}}})")); }),
                  "parameter num_threads \"-1\""));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"num_threads": {"string_value": "2x"}}})")); }),
@@ -77,6 +78,19 @@ TEST_CASE("parameters: defaults, the four known keys, and a clear error for anyt
                  "expected as_compiled or liveness"));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"execution_policy": {"string_value": "fast"}}})")); }),
                  "expected sequential or parallel"));
+  // GPU instances: CUDA Graph replay, and the devices KIND_MODEL instances take in turn.
+  CHECK_FALSE(d.cuda_graph);
+  CHECK(d.cuda_devices.empty());
+  const gt::settings g = gt::read_settings(config(R"({"parameters": {"cuda_graph": {"string_value": "true"}, "cuda_devices": {"string_value": "1,0,3"}}})"));
+  CHECK(g.cuda_graph);
+  CHECK(g.cuda_devices == std::vector<int>{1, 0, 3});
+  CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"cuda_graph": {"string_value": "on"}}})")); }),
+                 "parameter cuda_graph \"on\": expected true or false"));
+  for (const char* bad : {"", "1,", "a", "-1", "0,,1", "1 "}) {
+    const std::string text = std::string(R"({"parameters": {"cuda_devices": {"string_value": ")") + bad + "\"}}}";
+    INFO(bad);
+    CHECK(contains(error_of([&] { (void)gt::read_settings(config(text)); }), "parameter cuda_devices"));
+  }
 }
 
 TEST_CASE("auto-completion fills in inputs and outputs with the model's shapes and no batching") {
@@ -262,4 +276,59 @@ TEST_CASE("a failed run fails the requests with rows in it and no others; output
   refused[0].error = "bad shape";
   CHECK(ex2.go(refused) == 0);
   CHECK(ex2.seen.empty());
+}
+
+TEST_CASE("a mover sees where each piece of a request lies, pads short runs once per input and takes rows to their device") {
+  struct call {
+    std::string what;
+    std::size_t index;
+    std::int64_t row;
+    std::uint64_t bytes;
+    std::vector<gt::memory_device> devices;
+  };
+  struct recorder {
+    std::vector<call> calls;
+    void put(std::size_t k, std::int64_t row, const gt::input_bytes& src, std::uint64_t offset, std::uint64_t n) {
+      call c{"put", k, row, n, {}};
+      src.pieces(offset, n, [&](std::span<const std::byte> piece, gt::memory_device d, std::uint64_t) {
+        c.devices.push_back(d);
+        CHECK(piece.size() > 0);
+      });
+      calls.push_back(c);
+    }
+    void pad(std::size_t k, std::int64_t row) { calls.push_back({"pad", k, row, 0, {}}); }
+    void run(std::int64_t filled) { calls.push_back({"run", 0, filled, 0, {}}); }
+    void take(std::size_t j, std::int64_t row, std::byte*, gt::memory_device d, std::uint64_t n) { calls.push_back({"take", j, row, n, {d}}); }
+  };
+  static_assert(gt::batch_mover<recorder>);
+  std::vector<float> a(3), b(1), oa(3), ob(1);
+  gt::batch_request ra, rb;
+  ra.rows = 3;  // 2 rows on the host, then 1 on cuda:1
+  gt::input_bytes ia;
+  ia.buffers = {{reinterpret_cast<const std::byte*>(a.data()), 8}, {reinterpret_cast<const std::byte*>(a.data() + 2), 4}};
+  ia.devices = {gt::host_memory, 1};
+  ra.inputs = {ia};
+  ra.outputs = {reinterpret_cast<std::byte*>(oa.data())};
+  ra.output_devices = {0};  // cuda:0
+  rb.rows = 1;
+  gt::input_bytes ib;
+  ib.buffers = {{reinterpret_cast<const std::byte*>(b.data()), 4}};  // devices empty: on the host
+  rb.inputs = {ib};
+  rb.outputs = {reinterpret_cast<std::byte*>(ob.data())};
+  std::vector<gt::batch_request> reqs = {ra, rb};
+  recorder m;
+  gt::batch_layout L{3, {4}, {4}};
+  CHECK(gt::run_batched(std::span(reqs), L, m) == 2);
+  // Run 1: ra's 3 rows (pieces on the host and cuda:1), taken to cuda:0. Run 2: rb's row, padded.
+  std::vector<std::string> order;
+  for (const call& c : m.calls) order.push_back(c.what);
+  CHECK(order == std::vector<std::string>{"put", "run", "take", "put", "pad", "run", "take"});
+  CHECK(m.calls[0].devices == std::vector<gt::memory_device>{gt::host_memory, 1});
+  CHECK(m.calls[0].bytes == 12);
+  CHECK(m.calls[2].devices == std::vector<gt::memory_device>{0});
+  CHECK(m.calls[2].bytes == 12);
+  CHECK(m.calls[3].devices == std::vector<gt::memory_device>{gt::host_memory});
+  CHECK(m.calls[4].row == 1);  // padding from the first unfilled row
+  CHECK(m.calls[5].row == 1);  // one row filled
+  CHECK(m.calls[6].devices == std::vector<gt::memory_device>{gt::host_memory});
 }
