@@ -17,6 +17,8 @@
 
 #include <gexec/cuda/driver_api.hpp>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdarg>
 #include <cstdint>
@@ -716,6 +718,16 @@ CUresult cuInit(unsigned flags) {
       if (end != env && *end == '\0' && n >= 0 && n <= max_devices) state.device_count = static_cast<int>(n);
     }
   if (state.device_count == 0) return api::CUDA_ERROR_NO_DEVICE;
+  if (!state.initialized)
+    if (const char* kernels = std::getenv("GEXEC_EMU_KERNELS")) {  // a process that cannot register them itself (a server)
+      void* lib = dlopen(kernels, RTLD_NOW | RTLD_LOCAL);
+      auto register_all = lib ? reinterpret_cast<void (*)()>(dlsym(lib, "gexec_test_register_emulated_kernels")) : nullptr;
+      if (!register_all) {
+        std::fprintf(stderr, "emulated CUDA driver: GEXEC_EMU_KERNELS=%s: %s\n", kernels, lib ? "no gexec_test_register_emulated_kernels" : dlerror());
+        return api::CUDA_ERROR_NOT_INITIALIZED;
+      }
+      register_all();
+    }
   state.initialized = true;
   return api::CUDA_SUCCESS;
 }

@@ -17,6 +17,9 @@
  *   cuGetErrorString and cuDriverGetVersion (13000) returns CUDA_ERROR_NOT_INITIALIZED
  *   before it. cuInit reads GEXEC_EMU_DEVICES (the device count, default 2) the first
  *   time, unless gexec_emu_set_device_count was called; no device: CUDA_ERROR_NO_DEVICE.
+ *   The first cuInit also loads the library GEXEC_EMU_KERNELS names, if set, and calls its
+ *   gexec_test_register_emulated_kernels: so a process that loads gexec without knowing
+ *   of the emulator (a Triton server) gets the host kernels.
  * - Devices are "gexec emulated CUDA device", compute capability 9.0, 16 GiB each.
  * - One primary context per device (Retain/Release are reference counted; the last
  *   Release destroys the context with everything created in it, pending work dropped).
