@@ -1,20 +1,30 @@
 // libtriton_gexec.so: Triton Inference Server's backend for TVM graph-executor models.
 //
-// Lifecycle (Triton's backend API): a model is loaded once in ModelInitialize (weights
-// read once, the configuration completed and checked); each instance of its instance
-// group is a gexec executor of that model (its own activations, the weights shared),
-// made in ModelInstanceInitialize; Triton calls ModelInstanceExecute for an instance on
-// that instance's own thread, so instances run concurrently and each executor is used by
-// one thread at a time. No exception leaves an entry point: errors become Triton errors
-// (the model fails to load, or the request gets an error response).
+// Lifecycle (Triton's backend API): a model is loaded once in ModelInitialize (graph,
+// kernel library and weights read once, the configuration completed and checked); each
+// instance of its instance group is a gexec executor of that model on one device (its own
+// activations and stream, the weights shared by the instances on that device), made in
+// ModelInstanceInitialize; Triton calls ModelInstanceExecute for an instance on that
+// instance's own thread, so instances run concurrently and each executor is used by one
+// thread at a time. No exception leaves an entry point: errors become Triton errors (the
+// model fails to load, or the request gets an error response).
+//
+// Devices: a graph that places nothing on CUDA runs on KIND_CPU instances; one with CUDA
+// parts (TVM's heterogeneous graphs included) on KIND_GPU instances (the device Triton
+// names) or KIND_MODEL ones (placed by the backend on the devices of parameter
+// cuda_devices, in turn). A GPU instance moves request data on its own stream: inputs on
+// its device are bound in place where a request fills a whole run, other inputs copied
+// asynchronously, outputs copied to wherever Triton's buffers are, one wait per batch.
 
 #include <gexec/contrib/sort.hpp>
+#include <gexec/cuda.hpp>
 #include <gexec/executor.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,7 +44,8 @@ namespace gexec_triton {
 namespace {
 
 namespace fs = std::filesystem;
-using executor = gexec::graph_executor<>;
+using model_type = gexec::cuda_model;  ///< host and CUDA devices; a host-only graph never touches the driver
+using executor = gexec::cuda_executor;
 
 void log(TRITONSERVER_LogLevel level, int line, const std::string& message) {
   if (TRITONSERVER_LogIsEnabled(level)) {
@@ -149,12 +160,96 @@ void check_weights(const model_files& f, bool weights_as_inputs) {
                                             "parameter weights_as_inputs to \"true\" to serve the weights as inputs every request sends");
 }
 
-gexec::model load_model(const model_files& f, const gexec::model_options& o) {
-  if (f.graph.empty()) return gexec::model::load(f.library, o);
-  if (!f.params.empty())
-    return gexec::model(gexec::load_graph_file(f.graph), gexec::packed_c_abi(o.runtime->load_module(f.library)), load_params_unmapped_on_unload(f.params), o);
-  return gexec::model(gexec::load_graph_file(f.graph), gexec::packed_c_abi(o.runtime->load_module(f.library)), gexec::param_dict{}, o);
+/// What a model is made of, read once: the graph, the kernel library, the weights on the host.
+struct model_sources {
+  gexec::validated_graph graph;
+  gexec::module lib;
+  gexec::param_dict params;
+};
+
+model_sources load_sources(const model_files& f, const std::shared_ptr<gexec::runtime>& rt) {
+  if (f.graph.empty()) {
+    const gexec::factory embedded = gexec::load_factory(f.library, rt);
+    return {gexec::parse_graph(embedded.graph_json()), embedded.lib(), embedded.params()};
+  }
+  return {gexec::load_graph_file(f.graph), rt->load_module(f.library), f.params.empty() ? gexec::param_dict{} : load_params_unmapped_on_unload(f.params)};
 }
+
+/// Whether the graph places any tensor on a CUDA device.
+bool places_on_cuda(const gexec::compact_graph& g) {
+  return std::find(g.device_index.begin(), g.device_index.end(), static_cast<std::int32_t>(kDLCUDA)) != g.device_index.end();
+}
+
+std::string device_label(int device) { return device < 0 ? "cpu" : "cuda:" + std::to_string(device); }
+
+// ---- metrics -----------------------------------------------------------------------------
+
+/// The backend's gauge families (Triton's custom metrics API), made once when the backend
+/// is initialized; all null when the server has metrics turned off.
+struct metric_families {
+  TRITONSERVER_MetricFamily* instances = nullptr;
+  TRITONSERVER_MetricFamily* weight_bytes = nullptr;
+  TRITONSERVER_MetricFamily* activation_bytes = nullptr;
+  TRITONSERVER_MetricFamily* unusable = nullptr;
+
+  void create() {
+    const struct {
+      TRITONSERVER_MetricFamily** family;
+      const char *name, *description;
+    } all[] = {
+        {&instances, "gexec_instances", "Instances of the model (gexec executors) on the device"},
+        {&weight_bytes, "gexec_weight_bytes", "Bytes of the model's weights held on the device, once for all its instances there"},
+        {&activation_bytes, "gexec_activation_bytes", "Bytes of activations the model's instances on the device hold together"},
+        {&unusable, "gexec_unusable_instances", "Instances on the device that a sticky device error left unusable"},
+    };
+    for (const auto& f : all) {
+      if (TRITONSERVER_Error* e = TRITONSERVER_MetricFamilyNew(f.family, TRITONSERVER_METRIC_KIND_GAUGE, f.name, f.description)) {
+        log(TRITONSERVER_LOG_VERBOSE, __LINE__, std::string("gexec: no custom metrics (") + TRITONSERVER_ErrorMessage(e) + ")");
+        TRITONSERVER_ErrorDelete(e);
+        destroy();
+        return;
+      }
+    }
+  }
+  void destroy() noexcept {
+    for (TRITONSERVER_MetricFamily** f : {&instances, &weight_bytes, &activation_bytes, &unusable}) {
+      if (*f)
+        if (TRITONSERVER_Error* e = TRITONSERVER_MetricFamilyDelete(*f)) TRITONSERVER_ErrorDelete(e);
+      *f = nullptr;
+    }
+  }
+};
+metric_families families;
+
+/// One gauge of a model on a device, labelled model, version and device.
+class gauge {
+ public:
+  gauge(TRITONSERVER_MetricFamily* family, const std::string& model, std::uint64_t version, int device) {
+    if (!family) return;
+    const std::string v = std::to_string(version), d = device_label(device);
+    const TRITONSERVER_Parameter* labels[] = {TRITONSERVER_ParameterNew("model", TRITONSERVER_PARAMETER_STRING, model.c_str()),
+                                              TRITONSERVER_ParameterNew("version", TRITONSERVER_PARAMETER_STRING, v.c_str()),
+                                              TRITONSERVER_ParameterNew("device", TRITONSERVER_PARAMETER_STRING, d.c_str())};
+    if (TRITONSERVER_Error* e = TRITONSERVER_MetricNew(&metric_, family, labels, 3)) {
+      TRITONSERVER_ErrorDelete(e);
+      metric_ = nullptr;
+    }
+    for (const TRITONSERVER_Parameter* l : labels) TRITONSERVER_ParameterDelete(const_cast<TRITONSERVER_Parameter*>(l));
+  }
+  gauge(const gauge&) = delete;
+  gauge& operator=(const gauge&) = delete;
+  ~gauge() {
+    if (metric_)
+      if (TRITONSERVER_Error* e = TRITONSERVER_MetricDelete(metric_)) TRITONSERVER_ErrorDelete(e);
+  }
+  void set(double value) noexcept {
+    if (metric_)
+      if (TRITONSERVER_Error* e = TRITONSERVER_MetricSet(metric_, value)) TRITONSERVER_ErrorDelete(e);
+  }
+
+ private:
+  TRITONSERVER_Metric* metric_ = nullptr;
+};
 
 class model_state {
  public:
@@ -174,20 +269,16 @@ class model_state {
     const model_files files = find_files(fs::path(location) / std::to_string(version_), dmf && dmf->is_string() ? std::string(dmf->as_string()) : "");
     check_weights(files, settings_.weights_as_inputs);
 
-    gexec::model_options options;
-    options.runtime = settings_.num_threads > 0 ? gexec::runtime::create({.num_threads = settings_.num_threads})
-                                                : gexec::runtime::global().shared_from_this();
-    if (settings_.num_threads > 0) gexec::contrib::register_sort_functions(*options.runtime);
-    options.planner = gexec::planner_named(settings_.planner);
-    model_.emplace(load_model(files, options));
-    param_bytes_ = model_->param_bytes();
-    activation_bytes_ = model_->storage().planned;
-    spare_.emplace(model_->instantiate());  // describes the model, then serves the first instance
+    options_.runtime = settings_.num_threads > 0 ? gexec::runtime::create({.num_threads = settings_.num_threads})
+                                                 : gexec::runtime::global().shared_from_this();
+    if (settings_.num_threads > 0) gexec::contrib::register_sort_functions(*options_.runtime);
+    options_.planner = gexec::planner_named(settings_.planner);
+    sources_ = load_sources(files, options_.runtime);
+    on_cuda_ = places_on_cuda(sources_.graph.compact());
+    if (!on_cuda_) (void)model_on(-1);  // a host model is built now, so that what is wrong with it fails the load
 
     std::vector<model_tensor> inputs, outputs;
-    for (const gexec::tensor_info& t : spare_->get_input_info()) inputs.push_back({t.name, spare_->get_input_index(t.name), t.dtype, t.shape});
-    int k = 0;
-    for (const gexec::tensor_info& t : spare_->get_output_info()) outputs.push_back({t.name, k++, t.dtype, t.shape});
+    describe(inputs, outputs);
     bool auto_complete = false;
     check(TRITONBACKEND_ModelAutoCompleteConfig(model, &auto_complete), "TRITONBACKEND_ModelAutoCompleteConfig");
     completed_config c = complete_config(std::move(config), inputs, outputs, auto_complete);
@@ -195,42 +286,99 @@ class model_state {
     if (c.changed) set_config(model, c.config);
 
     const fs::path& shown = files.graph.empty() ? files.library : files.graph.parent_path();
+    std::uint64_t param_bytes = 0;
+    for (const auto& item : sources_.params) param_bytes += item.second.byte_size();
     log(TRITONSERVER_LOG_INFO, __LINE__,
         "gexec: model '" + name_ + "' version " + std::to_string(version_) + " loaded from " + shown.string() + ": " +
-            std::to_string(inputs.size()) + " input(s), " + std::to_string(outputs.size()) + " output(s), " + megabytes(param_bytes_) +
-            " of parameters held once, " + megabytes(activation_bytes_) + " of activations per instance; max_batch_size " +
-            std::to_string(layout_.max_batch_size) + " (" + std::to_string(layout_.rows_per_run) + " row(s) per run), planner " +
-            settings_.planner + ", execution_policy " + settings_.execution_policy + ", num_threads " +
+            std::to_string(inputs.size()) + " input(s), " + std::to_string(outputs.size()) + " output(s), " + megabytes(param_bytes) +
+            " of parameters held once per device; " + (on_cuda_ ? "on CUDA devices (KIND_GPU or KIND_MODEL instances)" : "on the host") +
+            "; max_batch_size " + std::to_string(layout_.max_batch_size) + " (" + std::to_string(layout_.rows_per_run) + " row(s) per run), planner " +
+            settings_.planner + ", execution_policy " + settings_.execution_policy + (settings_.cuda_graph ? ", cuda_graph" : "") + ", num_threads " +
             (settings_.num_threads ? std::to_string(settings_.num_threads) : std::string("all cores")));
   }
 
-  /// A new executor of the model, its inputs allocated (every run writes them all).
-  executor make_executor() {
-    executor ex = [&] {
-      std::lock_guard g(mu_);
-      if (spare_) {
-        executor e = std::move(*spare_);
-        spare_.reset();
-        return e;
-      }
-      return model_->instantiate();
-    }();
-    for (const served_tensor& t : layout_.inputs) {
-      gexec::ndarray zeros = gexec::ndarray::empty(t.shape, t.dtype);
-      if (zeros.byte_size()) std::memset(zeros.data(), 0, static_cast<std::size_t>(zeros.byte_size()));
-      ex.set_input(t.index, zeros);
+  /// The device a new instance of `kind` runs on: -1 for the host, else a CUDA device id.
+  int place(TRITONBACKEND_ModelInstance* instance, TRITONSERVER_InstanceGroupKind kind) {
+    if (kind == TRITONSERVER_INSTANCEGROUPKIND_CPU) {
+      if (on_cuda_)
+        throw gexec::error(gexec::errc::device_mismatch, "instance_group kind KIND_CPU: the graph places tensors on CUDA devices; serve it with "
+                                                         "KIND_GPU or KIND_MODEL instances");
+      return -1;
     }
-    return ex;
+    if (kind == TRITONSERVER_INSTANCEGROUPKIND_GPU) {
+      if (!on_cuda_)
+        throw gexec::error(gexec::errc::device_mismatch, "instance_group kind KIND_GPU: the graph runs on the host only (it places nothing on "
+                                                         "a CUDA device); serve it with KIND_CPU instances");
+      std::int32_t device = 0;
+      check(TRITONBACKEND_ModelInstanceDeviceId(instance, &device), "TRITONBACKEND_ModelInstanceDeviceId");
+      return device;
+    }
+    if (kind != TRITONSERVER_INSTANCEGROUPKIND_MODEL) throw gexec::error(gexec::errc::unsupported, "unknown instance_group kind");
+    if (!on_cuda_) return -1;
+    std::lock_guard g(mu_);
+    if (settings_.cuda_devices.empty()) {
+      const int count = gexec::cuda_driver::process_default()->device_count();
+      for (int d = 0; d < count; ++d) settings_.cuda_devices.push_back(d);
+    }
+    return settings_.cuda_devices[placed_++ % settings_.cuda_devices.size()];
+  }
+
+  /// The model on `device` (-1: the host), built by the first instance there: its
+  /// weights are on that device once, for all the instances there.
+  model_type& model_on(int device) {
+    std::lock_guard g(mu_);
+    if (auto it = models_.find(device); it != models_.end()) return it->second.model;
+    gexec::model_options o = options_;
+    o.devices = device < 0 ? std::vector<DLDevice>{gexec::cpu()} : std::vector<DLDevice>{gexec::cpu(), gexec::cuda(device)};
+    model_type m(sources_.graph, gexec::packed_c_abi(sources_.lib), sources_.params, o);
+    const double weights = static_cast<double>(m.param_bytes());
+    auto& placed = models_.try_emplace(device, std::move(m), name_, version_, device).first->second;
+    placed.weights.set(weights);
+    return placed.model;
+  }
+
+  /// Counts an instance on `device` in the metrics (`activations` its storage), or takes
+  /// one away (negative values).
+  void count_instance(int device, int instances, double activations, int unusable = 0) {
+    std::lock_guard g(mu_);
+    auto it = models_.find(device);
+    if (it == models_.end()) return;
+    on_device& d = it->second;
+    d.n_instances += instances;
+    d.n_unusable += unusable;
+    d.n_activations += activations;
+    d.instances.set(d.n_instances);
+    d.unusable.set(d.n_unusable);
+    d.activations.set(d.n_activations);
   }
 
   void run(executor& ex) const {
+    if (settings_.cuda_graph) return ex.run(gexec::cuda_graph{});
     gexec::with_policy(settings_.execution_policy, [&](auto policy) { ex.run(policy); });
   }
 
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] const serving_layout& layout() const noexcept { return layout_; }
+  [[nodiscard]] const settings& config() const noexcept { return settings_; }
 
  private:
+  /// Inputs (graph arguments that are not weights) and outputs (the heads, "node:i"), as
+  /// an executor names them, read from the graph.
+  void describe(std::vector<model_tensor>& inputs, std::vector<model_tensor>& outputs) const {
+    const gexec::compact_graph& g = sources_.graph.compact();
+    auto shape = [&](std::uint32_t e) { return std::vector<std::int64_t>(g.shape(e).begin(), g.shape(e).end()); };
+    for (std::size_t i = 0; i < g.arg_nodes.size(); ++i) {
+      const std::string name(g.name(g.arg_nodes[i]));
+      if (sources_.params.contains(name)) continue;
+      const std::uint32_t e = g.entry_id(g.arg_nodes[i], 0);
+      inputs.push_back({name, static_cast<int>(i), g.dltype[e], shape(e)});
+    }
+    for (std::size_t i = 0; i < g.heads.size(); ++i) {
+      const std::uint32_t e = g.entry_id(g.heads[i]);
+      outputs.push_back({std::string(g.name(g.heads[i].node_id)) + ":" + std::to_string(i), static_cast<int>(i), g.dltype[e], shape(e)});
+    }
+  }
+
   static json::object read_config(TRITONBACKEND_Model* model) {
     TRITONSERVER_Message* message = nullptr;
     check(TRITONBACKEND_ModelConfig(model, 1, &message), "TRITONBACKEND_ModelConfig");
@@ -254,14 +402,29 @@ class model_state {
     check(e, "TRITONBACKEND_ModelSetConfig");
   }
 
+  /// The model on one device, with its gauges.
+  struct on_device {
+    on_device(model_type m, const std::string& name, std::uint64_t version, int device)
+        : model(std::move(m)),
+          instances(families.instances, name, version, device),
+          weights(families.weight_bytes, name, version, device),
+          activations(families.activation_bytes, name, version, device),
+          unusable(families.unusable, name, version, device) {}
+    model_type model;
+    gauge instances, weights, activations, unusable;
+    double n_instances = 0, n_activations = 0, n_unusable = 0;
+  };
+
   std::string name_;
   std::uint64_t version_ = 0;
   settings settings_;
   serving_layout layout_;
-  std::optional<gexec::model> model_;
-  std::uint64_t param_bytes_ = 0, activation_bytes_ = 0;
+  gexec::model_options options_;
+  model_sources sources_;
+  bool on_cuda_ = false;
   std::mutex mu_;
-  std::optional<executor> spare_;
+  std::map<int, on_device> models_;  ///< by device, -1 the host
+  std::size_t placed_ = 0;           ///< KIND_MODEL instances placed so far
 };
 
 // ---- an instance and its requests ---------------------------------------------------------
@@ -286,14 +449,44 @@ bool is_cancelled(TRITONBACKEND_Request* request) {
   return cancelled;
 }
 
+DLDevice memory_at(memory_device d) { return d == host_memory ? gexec::cpu() : gexec::cuda(static_cast<int>(d)); }
+
+/// One input or output of an instance on a CUDA device: where the executor reads (writes)
+/// it and the instance's own memory for one run of it.
+struct io_slot {
+  const served_tensor* tensor = nullptr;
+  std::uint64_t run_bytes = 0;  ///< rows_per_run rows
+  DLDevice device{kDLCPU, 0};   ///< where the graph places it
+  gexec::ndarray own;           ///< the instance's memory for it, bound zero-copy
+  const void* bound = nullptr;  ///< what the executor reads now (inputs)
+  const void* next = nullptr;   ///< what the next run reads (inputs)
+};
+
 class instance_state {
  public:
-  instance_state(TRITONBACKEND_ModelInstance* instance, model_state& model) : instance_(instance), model_(model), ex_(model.make_executor()) {
+  instance_state(TRITONBACKEND_ModelInstance* instance, model_state& model, int device)
+      : instance_(instance), model_(model), device_(device), m_(model.model_on(device)), ex_(m_.instantiate()) {
     const serving_layout& L = model_.layout();
     layout_.rows_per_run = L.rows_per_run;
     for (const served_tensor& t : L.inputs) layout_.input_row_bytes.push_back(t.row_bytes);
     for (const served_tensor& t : L.outputs) layout_.output_row_bytes.push_back(t.row_bytes);
+    if (device_ < 0) {
+      for (const served_tensor& t : L.inputs) {  // the executor's own inputs, which every run writes whole
+        gexec::ndarray zeros = gexec::ndarray::empty(t.shape, t.dtype);
+        if (zeros.byte_size()) std::memset(zeros.data(), 0, static_cast<std::size_t>(zeros.byte_size()));
+        ex_.set_input(t.index, zeros);
+      }
+    } else {
+      bind_device_memory();
+    }
+    activation_bytes_ = ex_.storage_bytes() + own_bytes_;
+    model_.count_instance(device_, 1, static_cast<double>(activation_bytes_));
+    log(TRITONSERVER_LOG_INFO, __LINE__,
+        "gexec: model '" + model_.name() + "': an instance on " + device_label(device_) + " (" + megabytes(activation_bytes_) + " of activations)");
   }
+  instance_state(const instance_state&) = delete;
+  instance_state& operator=(const instance_state&) = delete;
+  ~instance_state() { model_.count_instance(device_, -1, -static_cast<double>(activation_bytes_), unusable_.empty() ? 0 : -1); }
 
   void execute(TRITONBACKEND_Request** requests, std::uint32_t count) {
     const std::uint64_t exec_start = now_ns();
@@ -307,6 +500,10 @@ class instance_state {
         work[i].rows.error = "the request was cancelled";
         continue;
       }
+      if (!unusable_.empty()) {
+        work[i].rows.error = unusable_;
+        continue;
+      }
       try {
         prepare(work[i]);
       } catch (const std::exception& e) {
@@ -316,44 +513,40 @@ class instance_state {
       }
     }
     std::size_t cancelled = 0;
-    for (pending& p : work) {
-      cancelled += p.cancelled;
-      rows.push_back(std::move(p.rows));
+    std::vector<bool> refused(count);  // before running: the request's own fault, or the instance's
+    for (std::uint32_t i = 0; i < count; ++i) {
+      cancelled += work[i].cancelled;
+      refused[i] = !work[i].rows.error.empty();
+      rows.push_back(std::move(work[i].rows));
     }
     if (cancelled)
       log(TRITONSERVER_LOG_VERBOSE, __LINE__,
           "gexec: model '" + model_.name() + "': " + std::to_string(cancelled) + " of " + std::to_string(count) + " request(s) cancelled, answered without running");
 
-    const serving_layout& L = model_.layout();
     std::uint64_t compute_start = now_ns(), compute_end = compute_start;
-    run_batched(
-        rows, layout_,
-        [&] {
-          std::vector<std::byte*> in;
-          for (const served_tensor& t : L.inputs) in.push_back(static_cast<std::byte*>(ex_.get_input(t.index).data()));
-          return in;
-        },
-        [&](std::int64_t filled) {
-          const std::uint64_t start = now_ns();
-          model_.run(ex_);
-          const std::uint64_t end = now_ns();
-          compute_end = end;
-          if (TRITONSERVER_Error* e =
-                  TRITONBACKEND_ModelInstanceReportBatchStatistics(instance_, static_cast<std::uint64_t>(filled), start, start, end, end))
-            TRITONSERVER_ErrorDelete(e);
-        },
-        [&] {
-          std::vector<const std::byte*> out;
-          for (const served_tensor& t : L.outputs) out.push_back(static_cast<const std::byte*>(ex_.get_output(t.index).data()));
-          return out;
-        });
+    auto run_model = [&](std::int64_t filled) {
+      const std::uint64_t start = now_ns();
+      model_.run(ex_);
+      const std::uint64_t end = now_ns();
+      compute_end = end;
+      if (TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportBatchStatistics(instance_, static_cast<std::uint64_t>(filled), start, start, end, end))
+        TRITONSERVER_ErrorDelete(e);
+    };
+    if (device_ < 0)
+      run_host(rows, run_model);
+    else
+      run_device(rows, run_model);
+    compute_end = std::max(compute_end, device_ < 0 ? compute_end : now_ns());
     const std::uint64_t exec_end = now_ns();
 
     for (std::uint32_t i = 0; i < count; ++i) {
       pending& p = work[i];
       const std::string& error = rows[i].error;
-      TRITONSERVER_Error* e =
-          error.empty() ? nullptr : TRITONSERVER_ErrorNew(p.cancelled ? TRITONSERVER_ERROR_CANCELLED : TRITONSERVER_ERROR_INVALID_ARG, error.c_str());
+      const TRITONSERVER_Error_Code code = p.cancelled           ? TRITONSERVER_ERROR_CANCELLED
+                                           : !refused[i]         ? TRITONSERVER_ERROR_INTERNAL  // the run failed
+                                           : error == unusable_  ? TRITONSERVER_ERROR_UNAVAILABLE
+                                                                 : TRITONSERVER_ERROR_INVALID_ARG;
+      TRITONSERVER_Error* e = error.empty() ? nullptr : TRITONSERVER_ErrorNew(code, error.c_str());
       if (!p.response) {
         if (TRITONSERVER_Error* r = TRITONBACKEND_ResponseNew(&p.response, p.request)) {
           log(TRITONSERVER_LOG_ERROR, __LINE__, "gexec: model '" + model_.name() + "': cannot create a response: " + TRITONSERVER_ErrorMessage(r));
@@ -361,6 +554,10 @@ class instance_state {
           p.response = nullptr;
         }
       }
+      // The statistics first: a client that reads them after its answer finds its request counted.
+      if (TRITONSERVER_Error* s =
+              TRITONBACKEND_ModelInstanceReportStatistics(instance_, p.request, error.empty(), exec_start, compute_start, compute_end, exec_end))
+        TRITONSERVER_ErrorDelete(s);
       if (p.response) {
         if (TRITONSERVER_Error* s = TRITONBACKEND_ResponseSend(p.response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, e)) {
           log(TRITONSERVER_LOG_ERROR, __LINE__, "gexec: model '" + model_.name() + "': cannot send a response: " + TRITONSERVER_ErrorMessage(s));
@@ -368,14 +565,192 @@ class instance_state {
         }
       }
       if (e) TRITONSERVER_ErrorDelete(e);
-      if (TRITONSERVER_Error* s =
-              TRITONBACKEND_ModelInstanceReportStatistics(instance_, p.request, error.empty(), exec_start, compute_start, compute_end, exec_end))
-        TRITONSERVER_ErrorDelete(s);
       if (TRITONSERVER_Error* r = TRITONBACKEND_RequestRelease(p.request, TRITONSERVER_REQUEST_RELEASE_ALL)) TRITONSERVER_ErrorDelete(r);
     }
   }
 
  private:
+  /// A host instance: rows copied into the executor's own inputs and out of its outputs.
+  template <class Run>
+  void run_host(std::vector<batch_request>& rows, Run& run_model) {
+    const serving_layout& L = model_.layout();
+    run_batched(
+        rows, layout_,
+        [&] {
+          std::vector<std::byte*> in;
+          for (const served_tensor& t : L.inputs) in.push_back(static_cast<std::byte*>(ex_.get_input(t.index).data()));
+          return in;
+        },
+        run_model,
+        [&] {
+          std::vector<const std::byte*> out;
+          for (const served_tensor& t : L.outputs) out.push_back(static_cast<const std::byte*>(ex_.get_output(t.index).data()));
+          return out;
+        });
+  }
+
+  /// An instance on a CUDA device: every copy on the executor's stream, one wait at the
+  /// end of the batch. A failure found by that wait fails every request that ran.
+  template <class Run>
+  void run_device(std::vector<batch_request>& rows, Run& run_model) {
+    struct mover {
+      instance_state& s;
+      Run& run_model;
+      void put(std::size_t k, std::int64_t row, const input_bytes& src, std::uint64_t offset, std::uint64_t n) { s.put(k, row, src, offset, n); }
+      void pad(std::size_t k, std::int64_t row) { s.pad(k, row); }
+      void run(std::int64_t filled) {
+        s.bind_inputs();
+        run_model(filled);
+        if (s.host_outputs_) s.ex_.synchronize();  // host outputs that a device wrote are read next
+      }
+      void take(std::size_t j, std::int64_t row, std::byte* dst, memory_device where, std::uint64_t n) { s.take(j, row, dst, where, n); }
+    } m{*this, run_model};
+    std::vector<bool> failed_before(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) failed_before[i] = !rows[i].error.empty();
+    run_batched(rows, layout_, m);
+    std::string failure;
+    try {
+      ex_.synchronize();
+    } catch (const std::exception& e) {
+      failure = e.what();
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        if (!failed_before[i] && rows[i].error.empty()) rows[i].error = failure;
+    }
+    for (std::size_t i = 0; i < rows.size() && failure.empty(); ++i)
+      if (!failed_before[i] && !rows[i].error.empty()) failure = rows[i].error;
+    if (!failure.empty()) check_device(failure);
+    if (model_.config().cuda_graph && !graph_reported_) {
+      graph_reported_ = true;
+      const std::string why = gexec::cuda_graph::stats(ex_).eager_reason;
+      if (!why.empty()) log(TRITONSERVER_LOG_WARN, __LINE__, "gexec: model '" + model_.name() + "': cuda_graph: runs are eager: " + why);
+    }
+  }
+
+  /// After a failure: a sticky device error leaves the device's context unusable, so the
+  /// instance answers every later request with the error (the model's other instances,
+  /// on other devices, go on).
+  void check_device(const std::string& failure) {
+    gexec::cuda_driver& driver = m_.get_backends().get<gexec::cuda_backend>().driver();
+    const int code = driver.sticky_error(device_);
+    if (code == 0 || !unusable_.empty()) return;
+    unusable_ = "gexec: model '" + model_.name() + "': its instance on " + device_label(device_) + " is unusable after " +
+                driver.describe(static_cast<gexec::cuda_api::CUresult>(code)) + " (" + failure + ")";
+    log(TRITONSERVER_LOG_ERROR, __LINE__, unusable_);
+    model_.count_instance(device_, 0, 0, 1);
+  }
+
+  /// The device instance's own memory for each input and output (on the device, or on
+  /// the host where a heterogeneous graph keeps the tensor there), outputs bound once.
+  void bind_device_memory() {
+    const serving_layout& L = model_.layout();
+    const gexec::compact_graph& g = m_.compact();
+    auto placed = [&](std::uint32_t e) { return !g.device_index.empty() && g.device_index[e] == kDLCUDA ? gexec::cuda(device_) : gexec::cpu(); };
+    gexec::cuda_backend& cuda = m_.get_backends().get<gexec::cuda_backend>();
+    auto own = [&](const served_tensor& t, DLDevice d) {
+      own_bytes_ += t.row_bytes * static_cast<std::uint64_t>(layout_.rows_per_run);
+      return d.device_type == kDLCPU ? gexec::ndarray::empty(t.shape, t.dtype) : cuda.empty(t.shape, t.dtype, d);
+    };
+    std::uint64_t largest = 0;
+    for (const served_tensor& t : L.inputs) {
+      io_slot s;
+      s.tensor = &t;
+      s.run_bytes = t.row_bytes * static_cast<std::uint64_t>(layout_.rows_per_run);
+      s.device = placed(g.entry_id(g.arg_nodes[static_cast<std::size_t>(t.index)], 0));
+      if (s.device.device_type == kDLCPU) {
+        gexec::ndarray zeros = gexec::ndarray::empty(t.shape, t.dtype);
+        if (zeros.byte_size()) std::memset(zeros.data(), 0, static_cast<std::size_t>(zeros.byte_size()));
+        ex_.set_input(t.index, zeros);
+        s.own = ex_.get_input(t.index);
+      } else {
+        s.own = own(t, s.device);
+        s.next = s.own.data();
+      }
+      largest = std::max(largest, s.run_bytes);
+      inputs_.push_back(std::move(s));
+    }
+    for (const served_tensor& t : L.outputs) {
+      io_slot s;
+      s.tensor = &t;
+      s.run_bytes = t.row_bytes * static_cast<std::uint64_t>(layout_.rows_per_run);
+      s.device = placed(g.entry_id(g.heads[static_cast<std::size_t>(t.index)]));
+      s.own = own(t, s.device);
+      host_outputs_ = host_outputs_ || s.device.device_type == kDLCPU;
+      ex_.set_output_zero_copy(t.index, s.own);
+      outputs_.push_back(std::move(s));
+    }
+    zeros_.assign(static_cast<std::size_t>(largest), std::byte{0});
+  }
+
+  static DLTensor bytes_at(const void* p, DLDevice d, std::int64_t& n) { return DLTensor{const_cast<void*>(p), d, 1, {kDLUInt, 8, 1}, &n, nullptr, 0}; }
+
+  /// Enqueues a copy of `n` bytes on the executor's stream.
+  void enqueue(const void* from, DLDevice from_device, void* to, DLDevice to_device, std::uint64_t n) {
+    std::int64_t size = static_cast<std::int64_t>(n);
+    if (size == 0) return;
+    DLTensor src = bytes_at(from, from_device, size), dst = bytes_at(to, to_device, size);
+    ex_.copy_async(src, dst);
+  }
+
+  void put(std::size_t k, std::int64_t row, const input_bytes& src, std::uint64_t offset, std::uint64_t n) {
+    io_slot& in = inputs_[k];
+    auto* dst = static_cast<std::byte*>(in.own.data()) + static_cast<std::uint64_t>(row) * in.tensor->row_bytes;
+    if (in.device.device_type == kDLCPU) {  // a host input of a heterogeneous graph, read by host kernels: written now
+      src.pieces(offset, n, [&](std::span<const std::byte> piece, memory_device where, std::uint64_t at) {
+        if (where == host_memory)
+          std::memcpy(dst + at, piece.data(), piece.size());
+        else
+          copy_now(piece.data(), memory_at(where), dst + at, piece.size());
+      });
+      return;
+    }
+    if (row == 0 && offset == 0 && n == in.run_bytes && src.buffers.size() == 1 && src.device_of(0) == device_ &&
+        reinterpret_cast<std::uintptr_t>(src.buffers[0].data()) % 64 == 0) {
+      in.next = src.buffers[0].data();  // the request's own memory on this device, read in place
+      return;
+    }
+    in.next = in.own.data();
+    src.pieces(offset, n, [&](std::span<const std::byte> piece, memory_device where, std::uint64_t at) {
+      enqueue(piece.data(), memory_at(where), dst + at, in.device, piece.size());
+    });
+  }
+  void pad(std::size_t k, std::int64_t row) {
+    io_slot& in = inputs_[k];
+    const std::uint64_t at = static_cast<std::uint64_t>(row) * in.tensor->row_bytes, n = in.run_bytes - at;
+    auto* dst = static_cast<std::byte*>(in.own.data()) + at;
+    if (in.device.device_type == kDLCPU) {
+      std::memset(dst, 0, static_cast<std::size_t>(n));
+      return;
+    }
+    in.next = in.own.data();
+    enqueue(zeros_.data(), gexec::cpu(), dst, in.device, n);
+  }
+  /// Points each device input at what the coming run reads (a no-op when unchanged, so a
+  /// captured CUDA Graph is replayed as it is).
+  void bind_inputs() {
+    for (io_slot& in : inputs_) {
+      if (in.device.device_type == kDLCPU || in.next == in.bound) continue;
+      const served_tensor& t = *in.tensor;
+      std::vector<std::int64_t> shape = t.shape;
+      DLTensor view{const_cast<void*>(in.next), in.device, static_cast<int>(shape.size()), t.dtype, shape.data(), nullptr, 0};
+      ex_.set_input_zero_copy(t.index, gexec::ndarray::view(view, in.next == in.own.data() ? in.own.storage_owner() : nullptr));
+      in.bound = in.next;
+    }
+  }
+  void take(std::size_t j, std::int64_t row, std::byte* dst, memory_device where, std::uint64_t n) {
+    const io_slot& out = outputs_[j];
+    const auto* src = static_cast<const std::byte*>(out.own.data()) + static_cast<std::uint64_t>(row) * out.tensor->row_bytes;
+    if (out.device.device_type == kDLCPU && where == host_memory)
+      std::memcpy(dst, src, static_cast<std::size_t>(n));
+    else
+      enqueue(src, out.device, dst, memory_at(where), n);
+  }
+  /// A copy complete on return (into host memory that host kernels read).
+  void copy_now(const void* from, DLDevice from_device, void* to, std::uint64_t n) {
+    std::int64_t size = static_cast<std::int64_t>(n);
+    DLTensor src = bytes_at(from, from_device, size), dst = bytes_at(to, gexec::cpu(), size);
+    m_.get_backends().copy(src, dst);
+  }
+
   /// Checks a request's inputs, points the batcher at their bytes and makes its response
   /// with the output buffers its rows are copied into. Throws what is wrong with it.
   void prepare(pending& p) {
@@ -427,8 +802,10 @@ class instance_state {
         TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
         std::int64_t memory_id = 0;
         check(TRITONBACKEND_InputBuffer(input, b, &data, &size, &memory, &memory_id), "TRITONBACKEND_InputBuffer");
-        if (memory == TRITONSERVER_MEMORY_GPU) throw gexec::error(gexec::errc::device_mismatch, what + ": data in GPU memory; the gexec backend serves CPU instances");
+        if (memory == TRITONSERVER_MEMORY_GPU && device_ < 0)
+          throw gexec::error(gexec::errc::device_mismatch, what + ": data in GPU memory, and this instance runs on the host");
         in.buffers.emplace_back(static_cast<const std::byte*>(data), static_cast<std::size_t>(size));
+        in.devices.push_back(memory == TRITONSERVER_MEMORY_GPU ? memory_id : host_memory);
       }
       if (in.size() != bytes)
         throw gexec::error(gexec::errc::shape_mismatch, what + ": its buffers hold " + std::to_string(in.size()) + " bytes, not " + std::to_string(bytes));
@@ -438,6 +815,7 @@ class instance_state {
 
     check(TRITONBACKEND_ResponseNew(&p.response, p.request), "TRITONBACKEND_ResponseNew");
     r.outputs.assign(L.outputs.size(), nullptr);
+    r.output_devices.assign(L.outputs.size(), host_memory);
     std::uint32_t asked = 0;
     check(TRITONBACKEND_RequestOutputCount(p.request, &asked), "TRITONBACKEND_RequestOutputCount");
     for (std::uint32_t k = 0; k < asked; ++k) {
@@ -456,15 +834,26 @@ class instance_state {
       TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
       std::int64_t memory_id = 0;
       check(TRITONBACKEND_OutputBuffer(output, &buffer, static_cast<std::uint64_t>(r.rows) * t.row_bytes, &memory, &memory_id), "TRITONBACKEND_OutputBuffer");
-      if (memory == TRITONSERVER_MEMORY_GPU) throw gexec::error(gexec::errc::device_mismatch, "output \"" + t.name + "\": the server gave GPU memory");
+      if (memory == TRITONSERVER_MEMORY_GPU && device_ < 0)
+        throw gexec::error(gexec::errc::device_mismatch, "output \"" + t.name + "\": the server gave GPU memory to an instance on the host");
       r.outputs[j] = static_cast<std::byte*>(buffer);
+      if (memory == TRITONSERVER_MEMORY_GPU) r.output_devices[j] = memory_id;
     }
   }
 
   TRITONBACKEND_ModelInstance* instance_;
   model_state& model_;
+  int device_;  ///< -1: the host
+  model_type& m_;
   executor ex_;
   batch_layout layout_;
+  std::uint64_t activation_bytes_ = 0, own_bytes_ = 0;
+  // On a CUDA device:
+  std::vector<io_slot> inputs_, outputs_;
+  std::vector<std::byte> zeros_;  ///< what pads short runs
+  bool host_outputs_ = false;     ///< some outputs are on the host (a heterogeneous graph)
+  bool graph_reported_ = false;
+  std::string unusable_;          ///< set by a sticky device error: every later request gets it
 };
 
 /// Hands what an unloaded model freed on the heap back to the system (a single-file
@@ -503,13 +892,20 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend*) {
       throw std::runtime_error("the server's backend API is " + std::to_string(major) + "." + std::to_string(minor) + ", this backend needs " +
                                std::to_string(GEXEC_TRITON_API_VERSION_MAJOR) + ".x with x >= " + std::to_string(GEXEC_TRITON_API_VERSION_MINOR));
     gexec::contrib::register_sort_functions(gexec::runtime::global());
+    families.create();
     log(TRITONSERVER_LOG_INFO, __LINE__,
         "gexec backend " + std::string(GEXEC_VERSION_STRING) + " (backend API " + std::to_string(major) + "." + std::to_string(minor) + ")");
   });
 }
 
+TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend*) {
+  families.destroy();  // every model, and its gauges, is gone by now
+  return nullptr;
+}
+
 TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(TRITONBACKEND_Backend*, TRITONBACKEND_BackendAttribute* attributes) {
-  // Instances run on the CPU: an instance group that names no kind gets KIND_CPU.
+  // An instance group that names no kind gets KIND_CPU; models with CUDA parts name
+  // KIND_GPU or KIND_MODEL.
   return TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(attributes, TRITONSERVER_INSTANCEGROUPKIND_CPU, 0, nullptr, 0);
 }
 
@@ -535,11 +931,10 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
   return guarded(TRITONSERVER_ERROR_INVALID_ARG, model_where(model), [&] {
     TRITONSERVER_InstanceGroupKind kind{};
     check(TRITONBACKEND_ModelInstanceKind(instance, &kind), "TRITONBACKEND_ModelInstanceKind");
-    if (kind == TRITONSERVER_INSTANCEGROUPKIND_GPU)
-      throw gexec::error(gexec::errc::unsupported, "instance_group kind KIND_GPU: the gexec backend serves CPU instances (use KIND_CPU)");
     void* m = nullptr;
     check(TRITONBACKEND_ModelState(model, &m), "TRITONBACKEND_ModelState");
-    auto state = std::make_unique<instance_state>(instance, *static_cast<model_state*>(m));
+    auto& owner = *static_cast<model_state*>(m);
+    auto state = std::make_unique<instance_state>(instance, owner, owner.place(instance, kind));
     check(TRITONBACKEND_ModelInstanceSetState(instance, state.get()), "TRITONBACKEND_ModelInstanceSetState");
     state.release();
   });

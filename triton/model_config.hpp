@@ -13,7 +13,8 @@
 //     backend runs the model B rows at a time, padding the last run with zero rows and
 //     slicing the outputs. Only the configuration can say that rows are independent (a
 //     sort along the first axis is not), so batching is never turned on by itself.
-//   - Parameters: num_threads, planner, execution_policy, weights_as_inputs (see settings).
+//   - Parameters: num_threads, planner, execution_policy, weights_as_inputs, cuda_graph,
+//     cuda_devices (see settings).
 //
 // Nothing here calls the server: it works on Boost.JSON values, so it is tested alone.
 
@@ -23,6 +24,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -77,6 +79,12 @@ struct settings {
   /// A graph.json + lib.so folder without a parameter file is served with its weights as
   /// inputs that every request sends. Only on request: a missing file is otherwise an error.
   bool weights_as_inputs = false;
+  /// Runs replayed as one CUDA Graph each (gexec::cuda_graph), captured per instance on its
+  /// stream; a graph with host parts runs eagerly and the log says why.
+  bool cuda_graph = false;
+  /// The CUDA devices KIND_MODEL instances are placed on, in turn ("0,1"); empty: every
+  /// device the driver has.
+  std::vector<int> cuda_devices;
 };
 
 [[noreturn]] inline void config_error(const std::string& what) { throw gexec::error(gexec::errc::invalid_argument, what); }
@@ -202,8 +210,25 @@ inline settings read_settings(const json::object& config) {
     } else if (key == "weights_as_inputs") {
       if (v != "true" && v != "false") config_error("parameter weights_as_inputs \"" + v + "\": expected true or false");
       s.weights_as_inputs = v == "true";
+    } else if (key == "cuda_graph") {
+      if (v != "true" && v != "false") config_error("parameter cuda_graph \"" + v + "\": expected true or false");
+      s.cuda_graph = v == "true";
+    } else if (key == "cuda_devices") {
+      s.cuda_devices.clear();
+      for (std::size_t start = 0;;) {  // every item a device id: no empty ones, no spaces
+        const std::size_t comma = v.find(',', start);
+        const std::string_view item = std::string_view(v).substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        int id = -1;
+        const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
+        if (item.empty() || ec != std::errc() || end != item.data() + item.size() || id < 0 || id > 1023)
+          config_error("parameter cuda_devices \"" + v + "\": expected CUDA device ids separated by commas, such as \"0,1\"");
+        s.cuda_devices.push_back(id);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
     } else {
-      config_error("unknown parameter \"" + std::string(key) + "\" (gexec reads num_threads, planner, execution_policy and weights_as_inputs)");
+      config_error("unknown parameter \"" + std::string(key) +
+                   "\" (gexec reads num_threads, planner, execution_policy, weights_as_inputs, cuda_graph and cuda_devices)");
     }
   }
   return s;

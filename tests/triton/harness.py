@@ -177,7 +177,7 @@ class ServerError(RuntimeError):
 class Server:
     """A tritonserver process on free local ports; a context manager that stops it."""
 
-    def __init__(self, env, backend_dir, repo, log_path, extra_args=()):
+    def __init__(self, env, backend_dir, repo, log_path, extra_args=(), environ=None, metrics=False):
         self.env = env
         self.log_path = log_path
         self._explicit = "explicit" in " ".join(extra_args)
@@ -185,20 +185,27 @@ class Server:
         self.grpc_port = free_port()
         while self.grpc_port == self.http_port:
             self.grpc_port = free_port()
+        self.metrics_port = None
+        if metrics:  # Prometheus text on /metrics, CPU and GPU figures off: the backend's own gauges
+            self.metrics_port = free_port()
+            while self.metrics_port in (self.http_port, self.grpc_port):
+                self.metrics_port = free_port()
         args = [
             env.tritonserver,
             "--model-repository", os.path.abspath(repo),
             "--backend-directory", os.path.abspath(backend_dir),
             "--http-address", "127.0.0.1", "--http-port", str(self.http_port),
             "--grpc-address", "127.0.0.1", "--grpc-port", str(self.grpc_port),
-            "--allow-metrics", "false",
+            *(["--allow-metrics", "true", "--allow-gpu-metrics", "false", "--allow-cpu-metrics", "false",
+               "--metrics-address", "127.0.0.1", "--metrics-port", str(self.metrics_port)]
+              if metrics else ["--allow-metrics", "false"]),
             "--pinned-memory-pool-byte-size", "0",
             "--exit-on-error", "false",
             "--strict-readiness", "false",
             "--log-verbose", "0",
             *extra_args,
         ]
-        environ = dict(os.environ)
+        environ = dict(os.environ, **(environ or {}))
         environ["LD_LIBRARY_PATH"] = os.pathsep.join(
             p for p in (env.libs, os.environ.get("LD_LIBRARY_PATH")) if p)
         self._log = open(log_path, "wb")
@@ -244,6 +251,20 @@ class Server:
                                          data=None if body is None else json.dumps(body).encode())
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, response.read()
+
+    def metrics(self):
+        """{(name, frozenset of (label, value)): value} from the server's /metrics."""
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port, timeout=10) as response:
+            text = response.read().decode()
+        out = {}
+        for line in text.splitlines():
+            if not line or line.startswith("#"):
+                continue
+            head, value = line.rsplit(" ", 1)
+            name, labels = (head.split("{", 1) + [""])[:2]
+            pairs = frozenset(tuple(kv.split("=", 1)) for kv in labels.rstrip("}").split(",") if kv) if labels else frozenset()
+            out[(name, frozenset((k, v.strip('"')) for k, v in pairs))] = float(value)
+        return out
 
     def metadata(self):
         """The server's metadata: {"name", "version", "extensions"}."""
