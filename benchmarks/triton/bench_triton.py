@@ -2,6 +2,8 @@
 
     python3 benchmarks/triton/bench_triton.py --env ENV_DIR --backend-dir DIR \\
         --conformance DIR --gexec-run PATH [--seconds 3] [--model resnet]
+    python3 benchmarks/triton/bench_triton.py --gpu --cuda-libs DIR --env ENV_DIR --backend-dir DIR \\
+        --gexec-run PATH [--seconds 3]
 
 ENV_DIR comes from tests/triton/setup_env.sh (the script re-runs itself with the venv
 there, which has tritonclient); DIR of --backend-dir holds gexec/libtriton_gexec.so;
@@ -12,6 +14,12 @@ over gRPC (and 1 over HTTP), that many client threads send the reference inputs 
 --seconds; every response must equal the reference outputs bit for bit. The latencies
 are then set against gexec-run's in-process run() with one thread. Prints
 'SKIPPED: reason' and exits 0 when the Triton environment or the model is missing.
+
+--gpu serves, on the machine's GPU, a chain of 16 small CUDA kernels (the CUDA test
+library in --cuda-libs, tests/cuda) from one instance (KIND_MODEL on cuda:0), once with eager launches
+and once with parameter cuda_graph (each run replayed as one CUDA Graph), every response
+checked against numpy; the latencies are set against gexec-run's in-process run() on the
+GPU, eager and with --cuda-graph, measured in the same run. SKIPPED without a GPU.
 """
 
 import argparse
@@ -139,16 +147,109 @@ def gexec_run_median_ms(gexec_run, model_so):
     return float(match.group(2)) * scale
 
 
+def gexec_run_gpu_median_ms(gexec_run, model_dir, cuda_graph):
+    """The median of gexec-run's in-process run() of the split model on cuda:0, in ms."""
+    command = [gexec_run, "--graph", os.path.join(model_dir, "graph.json"), "--lib", os.path.join(model_dir, "lib.so"),
+               "--params", os.path.join(model_dir, "params"), "--device", "cuda:0", "--zero-missing", "--benchmark",
+               "--repeat", "20", "--min-repeat-ms", "100"] + (["--cuda-graph"] if cuda_graph else [])
+    out = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError("%s failed (%d):\n%s" % (" ".join(command), out.returncode, out.stderr[-2000:]))
+    match = re.search(r"per run in (ns|us|ms|s)\b.*?median ([0-9.eE+-]+)", out.stdout)
+    if not match:
+        raise RuntimeError("no median in the output of %s:\n%s" % (" ".join(command), out.stdout[-2000:]))
+    return float(match.group(2)) * {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[match.group(1)]
+
+
+def gpu_main(args):
+    """Serving a chain of CUDA kernels, eager and replayed as a CUDA Graph, against run()."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "triton"))
+    import test_triton_gpu as models  # the graph and its numpy reference
+
+    emulated = os.environ.get("GEXEC_CUDA_DRIVER")  # the host-emulated driver: a dry run of this benchmark, not a GPU's figures
+    why = harness.unavailable_reason(args.env) or (None if emulated else models.gpu_present())
+    if why:
+        print("SKIPPED: Triton on a GPU: %s" % why)
+        return 0
+    env = harness.env_paths(args.env)
+    harness.reexec_in_venv(env, __file__)
+    import numpy as np
+
+    ptx = os.path.join(os.path.abspath(args.cuda_libs), "libgexec_cuda_host_ptx.so")
+    a = np.linspace(-4, 4, 512).astype(np.float32)
+    expected = [models.chain_expected(a)]
+    failed, results = [], {}
+    with tempfile.TemporaryDirectory(prefix="bench_triton_gpu.") as tmp:
+        repo = os.path.join(tmp, "repo")
+        files = {"graph.json": models.chain_graph(), "params": models.param_dict({})}
+        for name, extra in (("chain_eager", ""), ("chain_graph", 'parameters: { key: "cuda_graph" value: { string_value: "true" } }\n')):
+            d = os.path.join(repo, name, "1")
+            os.makedirs(d)
+            for f, text in files.items():
+                with open(os.path.join(d, f), "wb") as out:
+                    out.write(text.encode() if isinstance(text, str) else text)
+            os.symlink(ptx, os.path.join(d, "lib.so"))
+            with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
+                f.write('backend: "gexec"\ninstance_group [{ count: 1, kind: KIND_MODEL }]\n'
+                        'parameters: { key: "cuda_devices" value: { string_value: "0" } }\n' + extra)
+        log_path = os.path.join(tmp, "tritonserver.log")
+        with harness.Server(env, args.backend_dir, repo, log_path) as server:
+            server.wait_ready()
+            states = server.model_states()
+            if any(s != "READY" for s, _ in states.values()):
+                print("bench_triton: models not ready: %s\n%s" % (states, server.log_text()[-3000:]), file=sys.stderr)
+                return 1
+            for name in ("chain_eager", "chain_graph"):
+                for protocol, url in (("grpc", server.grpc_url), ("http", server.http_url)):
+                    drive(protocol, 1, WARMUP_SECONDS, url, name, {"a": a}, ["output0"], expected)
+                for protocol, concurrency, url in (("grpc", 1, server.grpc_url), ("grpc", 4, server.grpc_url), ("http", 1, server.http_url)):
+                    latencies, elapsed, mismatches, errors = drive(protocol, concurrency, args.seconds, url, name, {"a": a}, ["output0"], expected)
+                    if mismatches or errors or not latencies:
+                        failed.append("%s %s c=%d: %d mismatches, errors %s" % (name, protocol, concurrency, mismatches, errors[:1]))
+                        continue
+                    p50 = percentile_ms(latencies, 50)
+                    results[(name, protocol, concurrency)] = (p50, len(latencies) / elapsed)
+                    print("serving %s on cuda:0 over %s, concurrency %d: %.1f requests/s, p50 %.3f ms, p99 %.3f ms (%d requests)"
+                          % (name, protocol, concurrency, len(latencies) / elapsed, p50, percentile_ms(latencies, 99), len(latencies)), flush=True)
+        # In-process, in the same run: the same files, after the server has stopped.
+        model_dir = os.path.join(repo, "chain_eager", "1")
+        run_ms = {graph: gexec_run_gpu_median_ms(args.gexec_run, model_dir, graph) for graph in (False, True)}
+    if emulated:
+        print("(the host-emulated CUDA driver %s: these are not a GPU's figures)" % emulated)
+    print("in-process run() on cuda:0 (16 kernels): eager median %.4g ms, CUDA Graph median %.4g ms (%.2fx)"
+          % (run_ms[False], run_ms[True], run_ms[False] / run_ms[True]))
+    for (name, protocol, concurrency), (p50, rps) in results.items():
+        base = run_ms[name == "chain_graph"]
+        print("%s over %s at concurrency %d: p50 %.3f ms is %.2fx the in-process run() (%+.3f ms), %.1f requests/s"
+              % (name, protocol, concurrency, p50, p50 / base, p50 - base, rps))
+    for protocol, concurrency in (("grpc", 1), ("grpc", 4), ("http", 1)):
+        e, g = results.get(("chain_eager", protocol, concurrency)), results.get(("chain_graph", protocol, concurrency))
+        if e and g:
+            print("cuda_graph over %s at concurrency %d: p50 %.3f -> %.3f ms (%.2fx), %.1f -> %.1f requests/s (%.2fx)"
+                  % (protocol, concurrency, e[0], g[0], e[0] / g[0], e[1], g[1], g[1] / e[1]))
+    for failure in failed:
+        print("FAILED: %s" % failure, file=sys.stderr)
+    return 1 if failed else 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", required=True, help="directory tests/triton/setup_env.sh filled")
     parser.add_argument("--backend-dir", required=True, help="directory holding gexec/libtriton_gexec.so")
-    parser.add_argument("--conformance", required=True, help="directory of the conformance models")
+    parser.add_argument("--conformance", help="directory of the conformance models")
+    parser.add_argument("--gpu", action="store_true", help="serve a chain of CUDA kernels on the GPU (see above)")
+    parser.add_argument("--cuda-libs", help="with --gpu: the directory of the CUDA test libraries (tests/cuda)")
     parser.add_argument("--gexec-run", required=True, help="path of the gexec-run tool")
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement")
     parser.add_argument("--model", default="resnet", help="conformance model to serve")
     parser.add_argument("--instances", type=int, default=2, help="model instances (CPU)")
     args = parser.parse_args()
+    if args.gpu:
+        if not args.cuda_libs:
+            parser.error("--gpu needs --cuda-libs")
+        return gpu_main(args)
+    if not args.conformance:
+        parser.error("--conformance is required (or --gpu)")
 
     reason = harness.unavailable_reason(args.env)
     model_dir = os.path.join(args.conformance, args.model)
