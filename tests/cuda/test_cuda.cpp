@@ -427,6 +427,28 @@ TEST_CASE("CUDA Graph: capture once, replay, recapture when a binding changes; r
   if (emu.active()) CHECK(emu.of(0).graph_launches >= 5);
 }
 
+TEST_CASE("CUDA Graph on a model that lists the host too, where every step runs on the GPU, is captured") {
+  // As gexec-run and the Triton backend build models: the host beside the GPU, for
+  // entries a heterogeneous graph would place there.
+  gexec::graph_builder g;
+  gexec::node_entry e = g.input("a", {64}, f32, gpu);
+  for (int k = 0; k < 4; ++k) e = g.op("n" + std::to_string(k), k % 2 ? "fused_relu" : "fused_scale_shift", {e}, {{{64}, f32, gpu}});
+  g.output(e);
+  gexec::cuda_model m(g.build(), gexec::packed_c_abi(host_library()), {}, on({gexec::cpu(), gexec::cuda()}));
+  auto ex = m.instantiate();
+  ndarray a = host({64}, [](std::int64_t i) { return static_cast<float>(i % 7) - 3.0f; });
+  ex.set_input("a", a);
+  for (int run = 0; run < 3; ++run) ex.run(gexec::cuda_graph{});
+  std::vector<float> want = values_of(a);
+  for (int k = 0; k < 4; ++k)
+    for (float& x : want) x = k % 2 ? std::max(0.0f, x) : x * 2.0f + 0.5f;
+  check_close(output(ex, 0, {64}), want);
+  const auto s = gexec::cuda_graph::stats(ex);
+  CHECK(s.eager_reason.empty());
+  CHECK(s.captures == 1);
+  CHECK(s.launches == 2);
+}
+
 TEST_CASE("CUDA Graph on a heterogeneous model runs eagerly and says why") {
   gexec::graph_builder g;
   auto x = g.input("x", {8}, f32, gpu);

@@ -61,16 +61,24 @@ struct cuda_graph {
   auto execute(P& steps) const {
     auto& st = steps.template state<detail::cuda_graph_state>();
     const std::uint32_t n = steps.size();
+    // The one device every step runs on: a model may list the host too (for entries a
+    // heterogeneous graph would place there) without a step of this graph on it.
     const auto devices = steps.devices();
-    if (devices.size() != 1 || devices[0].device_type != kDLCUDA) {
-      st.eager_reason = "the model runs on " + std::to_string(devices.size()) + " devices (" + to_string(devices[0]) +
-                        (devices.size() > 1 ? ", ...)" : ")") + "; a CUDA Graph replays a model on one CUDA device only";
+    const std::uint16_t d = n ? steps.step_device(0) : 0;
+    std::uint32_t elsewhere = 0;
+    for (std::uint32_t k = 1; k < n; ++k) elsewhere += steps.step_device(k) != d;
+    if (devices.empty() || elsewhere || devices[d].device_type != kDLCUDA) {
+      st.eager_reason = devices.empty() || devices[d].device_type != kDLCUDA
+                            ? "its steps run on " + (devices.empty() ? std::string("no device") : to_string(devices[d])) +
+                                  (elsewhere ? " and others" : "") + "; a CUDA Graph replays steps on one CUDA device only"
+                            : "its steps run on " + to_string(devices[d]) + " and " + std::to_string(elsewhere) +
+                                  " on other devices (a heterogeneous graph); a CUDA Graph replays steps on one CUDA device only";
       steps.run(0, n);
       return;
     }
-    const auto* services = static_cast<const cuda_launch_services*>(steps.launch_services(0));
+    const auto* services = static_cast<const cuda_launch_services*>(steps.launch_services(d));
     if (!services || !services->driver) {
-      st.eager_reason = "no CUDA backend serves " + to_string(devices[0]);
+      st.eager_reason = "no CUDA backend serves " + to_string(devices[d]);
       steps.run(0, n);
       return;
     }
@@ -80,8 +88,8 @@ struct cuda_graph {
       return;
     }
     cuda_driver& drv = *services->driver;
-    const int device = devices[0].device_id;
-    auto stream = static_cast<cuda_api::CUstream>(steps.native_stream(0));
+    const int device = devices[d].device_id;
+    auto stream = static_cast<cuda_api::CUstream>(steps.native_stream(d));
     drv.make_current(device);
     if (!st.exec || st.version != steps.bindings_version()) capture(steps, st, drv, device, stream);
     drv.check(drv.cuGraphLaunch(st.exec, stream), "cuGraphLaunch", device);

@@ -15,8 +15,8 @@
 //   basic_step_program   every policy: size, run, run_step, dependencies,
 //                        max_concurrency, parallel_for, counters, slots, thread_context,
 //                        and state<S>, an object the policy keeps per executor
-//   device_step_program  + the devices and their drivers: devices, native_stream, launch_services
-//   lane_step_program    + several streams per device ordered by events: step_device,
+//   device_step_program  + the devices and their drivers: devices, step_device, native_stream, launch_services
+//   lane_step_program    + several streams per device ordered by events:
 //                        use_lanes, run_step_on, signal, wait_for (parallel_streams)
 //   capture_step_program + what a driver that records the steps needs: bindings_version
 //                        (cuda_graph)
@@ -61,19 +61,20 @@ concept basic_step_program = requires(P& steps, const P& csteps, std::uint32_t k
   { steps.template state<detail::policy_state_probe>() } -> std::same_as<detail::policy_state_probe&>;
 };
 
-/// The model's devices, and per device the driver's handle of the executor's stream
-/// there (a CUstream; null on the host) and what launchers need there (the CUDA driver).
+/// The model's devices, the one each step runs on, and per device the driver's handle of
+/// the executor's stream there (a CUstream; null on the host) and what launchers need
+/// there (the CUDA driver).
 template <class P>
-concept device_step_program = basic_step_program<P> && requires(const P& csteps, std::size_t d) {
+concept device_step_program = basic_step_program<P> && requires(const P& csteps, std::size_t d, std::uint32_t k) {
   { csteps.devices() } -> std::same_as<std::span<const DLDevice>>;
+  { csteps.step_device(k) } -> std::same_as<std::uint16_t>;
   { csteps.native_stream(d) } -> std::same_as<void*>;
   { csteps.launch_services(d) } -> std::same_as<const void*>;
 };
 
 /// Lanes: several streams per device, ordered by events (parallel_streams).
 template <class P>
-concept lane_step_program = device_step_program<P> && requires(P& steps, const P& csteps, std::uint32_t k, unsigned lane, std::uint16_t d) {
-  { csteps.step_device(k) } -> std::same_as<std::uint16_t>;
+concept lane_step_program = device_step_program<P> && requires(P& steps, std::uint32_t k, unsigned lane, std::uint16_t d) {
   steps.use_lanes(lane);
   steps.run_step_on(k, lane);
   steps.signal(k, lane);
@@ -114,11 +115,11 @@ struct basic_program_archetype {
 };
 struct device_program_archetype : basic_program_archetype {
   [[nodiscard]] std::span<const DLDevice> devices() const noexcept;
+  [[nodiscard]] std::uint16_t step_device(std::uint32_t k) const noexcept;
   [[nodiscard]] void* native_stream(std::size_t d) const noexcept;
   [[nodiscard]] const void* launch_services(std::size_t d) const noexcept;
 };
 struct lane_program_archetype : device_program_archetype {
-  [[nodiscard]] std::uint16_t step_device(std::uint32_t k) const noexcept;
   void use_lanes(unsigned n);
   void run_step_on(std::uint32_t k, unsigned lane);
   void signal(std::uint32_t k, unsigned lane);
