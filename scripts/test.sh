@@ -9,7 +9,8 @@
 #   gcc-debug      g++ 12, Debug (-O0 -g, assertions on): every unit test, so that a test depending on the build
 #                  type (optimisation, debug information, NDEBUG) is caught; CUDA, benchmarks and examples left out
 #   gcc            g++ 12, Release (-O3): every test, the TVM conformance suite, packaging and compile-fail tests included,
-#                  and the Triton backend served by a real Triton server (label triton; PyPI's nvidia-pytriton wheel)
+#                  and the Triton backend served by a real Triton server (label triton; PyPI's nvidia-pytriton wheel),
+#                  models with CUDA parts over the host-emulated CUDA driver included
 #   python         the Python package as a user gets it: the wheel (pip wheel . with the build requirements pinned
 #                  in pyproject.toml), installed into a fresh venv with numpy, pytest and ml_dtypes from PyPI, python/tests run
 #                  there from outside the source tree against the g++ build's conformance models and test kernels
@@ -151,6 +152,10 @@ bench_stage() {
     python3 benchmarks/triton/bench_triton.py --env "$build/triton-env" --backend-dir "$build/triton/backends" \
       --conformance "$build/conformance" --gexec-run "$build/tools/gexec-run" --model "$model"
   done
+  if [ -d "$build/tests/cuda" ]; then  # a GPU's serving figures, eager and CUDA Graph; SKIPPED without one
+    python3 benchmarks/triton/bench_triton.py --gpu --cuda-libs "$build/tests/cuda" --env "$build/triton-env" \
+      --backend-dir "$build/triton/backends" --gexec-run "$build/tools/gexec-run"
+  fi
 }
 
 stage deps bash scripts/deps.sh
