@@ -6,7 +6,9 @@
  *
  *   GEXEC_FFI_CASE 1  kernels: __tvm_ffi_ffi_add_one (x + 1 over float32 vectors,
  *                     checking its arguments as TVM's generated code does) and
- *                     __tvm_ffi_ffi_scale (x * s, s a float argument: never in a graph)
+ *                     __tvm_ffi_ffi_scale (x * s, s a float argument: never in a graph),
+ *                     __tvm_ffi_ffi_noop (checks that it got two tensors, does nothing:
+ *                     the dispatch benchmark's)
  *   GEXEC_FFI_CASE 2  the same kernel with a __tvm_ffi__library_bin carrying a "cuda"
  *                     module: gexec must refuse the device module, clearly
  *   GEXEC_FFI_CASE 3  a kernel importing TVMFFIEnvGetStream, which gexec does not
@@ -60,6 +62,14 @@ FFI_EXPORT int __tvm_ffi_ffi_add_one(void* self, const TVMFFIAny* args, int32_t 
   const float* in = (const float*)x->data;
   float* out = (float*)y->data;
   for (int64_t i = 0; i < x->shape[0]; ++i) out[i] = in[i] + 1.0f;
+  return 0;
+}
+
+FFI_EXPORT int __tvm_ffi_ffi_noop(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
+  (void)self;
+  (void)result;
+  if (num_args != 2 || args[0].type_index != kTVMFFIDLTensorPtr || args[1].type_index != kTVMFFIDLTensorPtr)
+    return ffi_fail("Invalid arguments", "expected two tensors");
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "../executor/messages.hpp"
 #include "../runtime/run_context.hpp"
 #include "../tvm_abi.hpp"
+#include "../tvm_ffi/call.hpp"
 #include "../observers/observer.hpp"
 #include "../plan.hpp"
 
@@ -65,7 +66,18 @@ template <class Instance, class Model, class Observer>
           int ret_code = tc_null;
           error_set = false;
           call = c;
-          if (c->fn(c->values, codes, c->num_args, &ret, &ret_code, c->resource_handle) != 0) [[unlikely]]
+          // A TVM-FFI kernel is called here directly, its arguments prebuilt
+          // (instance_plan::ffi_values): the adapter in between would cost a call.
+          int rc;
+          if (c->fn == &call_tvm_ffi_prebuilt) {
+            TVMFFIAny result;
+            result.type_index = ffi_none;
+            rc = reinterpret_cast<tvm_ffi_safe_call>(c->resource_handle)(nullptr, reinterpret_cast<const TVMFFIAny*>(c->values),
+                                                                          c->num_args, &result);
+          } else {
+            rc = c->fn(c->values, codes, c->num_args, &ret, &ret_code, c->resource_handle);
+          }
+          if (rc != 0) [[unlikely]]
             kernel_failed(m.compact(), c->node_id);
           if constexpr (observed) observer.after(event);
         }

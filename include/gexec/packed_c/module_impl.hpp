@@ -35,6 +35,7 @@
 #include "hooks.hpp"
 #include "loader.hpp"
 #include "module_blob.hpp"
+#include "../tvm_ffi/call.hpp"
 #include "../tvm_ffi/hooks.hpp"
 #include "../tvm_ffi/imports.hpp"
 #include "../tvm_ffi/library_bin.hpp"

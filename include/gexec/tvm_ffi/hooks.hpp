@@ -1,10 +1,7 @@
 #pragma once
 // gexec's side of the TVM-FFI ABI: what a library TVM >= 0.21 compiled calls back
-// into (the error functions it imports, the __TVMFFI* context slots), and the
-// adapter through which run() calls its kernels. The adapter takes the packed C
-// arguments run() keeps (TVMValue and type code) and passes them as TVMFFIAny, so a
-// model runs kernels of either ABI over one plan; resource_handle is the kernel's
-// address.
+// into (the error functions it imports, the __TVMFFI* context slots). How its kernels
+// are called is tvm_ffi/call.hpp.
 //
 // Like the packed C hooks, these are inline functions of gexec's ABI namespace that a
 // library reaches only through what loading writes into it (its context slots, and
@@ -13,9 +10,6 @@
 #include "../config.hpp"
 
 #include <cstdint>
-#include <cstring>
-#include <memory>
-#include <new>
 #include <string>
 
 #include "../detail/last_error.hpp"
@@ -59,55 +53,6 @@ inline int ffi_lookup_from_imports(void*, const char* name, void**) noexcept {
                  "\" among its library's imports (__TVMFFIEnvModLookupFromImports), which gexec does not provide for TVM-FFI "
                  "libraries: compile it without extern calls or device kernels");
   return -1;
-}
-
-/// One packed C argument as TVM-FFI passes it; false for a type code TVM-FFI kernels
-/// cannot take.
-inline bool to_ffi_any(const TVMValue& v, int code, TVMFFIAny& out) noexcept {
-  out.zero_padding = 0;
-  out.v_uint64 = 0;
-  switch (code) {
-    case tc_dltensor:
-    case tc_ndarray: out.type_index = v.v_handle ? ffi_dltensor_ptr : ffi_none; out.v_ptr = v.v_handle; return true;
-    case tc_int:
-    case tc_uint: out.type_index = ffi_int; out.v_int64 = v.v_int64; return true;
-    case tc_float: out.type_index = ffi_float; out.v_float64 = v.v_float64; return true;
-    case tc_handle: out.type_index = v.v_handle ? ffi_opaque_ptr : ffi_none; out.v_ptr = v.v_handle; return true;
-    case tc_null: out.type_index = ffi_none; return true;
-    case tc_dtype: out.type_index = ffi_dtype; out.v_dtype = v.v_type; return true;
-    case tc_device: out.type_index = ffi_device; out.v_device = v.v_device; return true;
-    case tc_str: out.type_index = ffi_raw_str; out.v_c_str = v.v_str; return true;
-    default: return false;
-  }
-}
-
-/// The packed C function run() calls for a TVM-FFI kernel: `kernel` is its address.
-/// A kernel returns nothing a graph node keeps; a result it boxes anyway (an object)
-/// is not released, as gexec holds no TVM-FFI object runtime.
-inline int call_tvm_ffi(TVMValue* args, int* codes, int num_args, TVMValue*, int*, void* kernel) noexcept {
-  constexpr int on_stack = 8;
-  TVMFFIAny small[on_stack];
-  std::unique_ptr<TVMFFIAny[]> large;
-  TVMFFIAny* ffi_args = small;
-  if (num_args > on_stack) {
-    large.reset(new (std::nothrow) TVMFFIAny[static_cast<std::size_t>(num_args)]);
-    if (!large) {
-      set_last_error("no memory for the arguments of a TVM-FFI kernel");
-      return -1;
-    }
-    ffi_args = large.get();
-  }
-  for (int i = 0; i < num_args; ++i)
-    if (!to_ffi_any(args[i], codes[i], ffi_args[i])) [[unlikely]] {
-      set_last_error("argument " + std::to_string(i) + " has type code " + std::to_string(codes[i]) +
-                     ", which gexec does not pass to TVM-FFI kernels");
-      return -1;
-    }
-  TVMFFIAny result;
-  result.type_index = ffi_none;
-  result.zero_padding = 0;
-  result.v_int64 = 0;
-  return reinterpret_cast<tvm_ffi_safe_call>(kernel)(nullptr, ffi_args, num_args, &result) == 0 ? 0 : -1;
 }
 
 /// What gexec writes into a TVM-FFI library: a context slot (a pointer-sized data
