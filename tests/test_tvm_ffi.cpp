@@ -119,6 +119,10 @@ TEST_CASE("a TVM-FFI library carrying a device module, or importing what gexec d
   auto import = error_of([] { (void)gexec::load_module(ffi_library(3)); });
   CHECK(import.code() == gexec::errc::invalid_module);
   CHECK(contains(import, "it imports TVMFFIEnvGetStream, a TVM runtime function gexec does not provide"));
+  // Linked to bind every symbol at load: the loader finds no error function, and says so.
+  auto bound_now = error_of([] { (void)gexec::load_module(ffi_library(4)); });
+  CHECK(bound_now.code() == gexec::errc::io);
+  CHECK(contains(bound_now, "undefined symbol: TVMFFIErrorSetRaisedFromCStrParts"));
 }
 
 TEST_CASE("__tvm_ffi__library_bin: the import tree first, then the modules, every length checked") {

@@ -13,6 +13,7 @@
  *                     module: gexec must refuse the device module, clearly
  *   GEXEC_FFI_CASE 3  a kernel importing TVMFFIEnvGetStream, which gexec does not
  *                     provide: the library must be refused at load, not end the process
+ * (gexec_test_ffi_4 is case 1 linked with -z now: dlopen() must refuse it, cleanly.)
  */
 
 #include <dlpack/dlpack.h>

@@ -9,7 +9,9 @@
 //
 // The relocations are read from the library's dynamic section as the loader mapped
 // it; an entry is written only when it lies in writable memory of the library itself
-// and is one the loader binds (a jump slot or a global-data entry). An import of
+// and is one the loader binds (a jump slot or a global-data entry). A library linked
+// to bind at load (-z now) has its entries bound by then, read-only: where nothing in
+// the process defines the function, dlopen() refuses it, cleanly. An import of
 // another TVMFFI* or TVMBackend* function that nothing in the process defines refuses
 // the library, since calling it would end the process too. Code from TVM's C target
 // imports the backend functions (TVMBackendAllocWorkspace) the same way.
@@ -113,9 +115,12 @@ inline ffi_import_scan bind_ffi_imports(void* library, const std::string& what, 
         throw error(errc::invalid_module, what + ": its import of " + std::string(n) + " is a relocation of type " + std::to_string(type) +
                                               ", not an entry of its global offset table gexec can bind");
       const segment_fit fit = fit_in_segments(object, reinterpret_cast<const void*>(slot), sizeof(void*));
-      if (!fit.inside || !fit.writable)
+      if (!fit.inside)
         throw error(errc::invalid_module, what + ": the global offset table entry of its import " + std::string(n) +
-                                              " is not in writable memory of the library (linked with -z now?), so gexec cannot bind it");
+                                              " lies outside its loaded segments");
+      // Made read-only after relocation (linked with -z now): the loader bound it already,
+      // to a definition elsewhere in the process, or dlopen() would have failed.
+      if (!fit.writable) continue;
       writes.push_back({reinterpret_cast<void**>(slot), mine->value});
     }
   };
@@ -123,11 +128,9 @@ inline ffi_import_scan bind_ffi_imports(void* library, const std::string& what, 
   scan_table(rela, relasz);
   for (const planned& w : writes) *w.slot = w.value;
 #else
+  // Elsewhere the relocations are not read: a TVM-FFI library is recognised by the
+  // symbols it exports, and its imports are left to the dynamic loader.
   (void)provided;
-  for (const provided_symbol& p : ffi_imports()) {
-    if (!dlsym(library, p.symbol)) continue;
-    scan.imports_tvm_ffi = true;
-  }
 #endif
   return scan;
 }
