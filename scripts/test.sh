@@ -9,6 +9,7 @@
 #   gcc-debug      g++ 12, Debug (-O0 -g, assertions on): every unit test, so that a test depending on the build
 #                  type (optimisation, debug information, NDEBUG) is caught; CUDA, benchmarks and examples left out
 #   gcc            g++ 12, Release (-O3): every test, the TVM conformance suite, packaging and compile-fail tests included,
+#                  the TVM-FFI suite (label tvm_ffi: kernels compiled by PyPI's apache-tvm 0.27, the ABI of TVM >= 0.21),
 #                  and the Triton backend served by a real Triton server (label triton; PyPI's nvidia-pytriton wheel),
 #                  models with CUDA parts over the host-emulated CUDA driver included
 #   python         the Python package as a user gets it: the wheel (pip wheel . with the build requirements pinned
@@ -131,7 +132,9 @@ python_stage() {
 bench_stage() {
   local b=$build/benchmarks conformance=$build/conformance
   [ -f "$conformance/manifest.json" ] || conformance=""
-  "$b/gexec_bench_dispatch"
+  local tvm_ffi=()  # the TVM-FFI suite's kernels (TVM 0.27), where the gcc stage built them
+  [ -f "$build/tvm_ffi/manifest.txt" ] && tvm_ffi=(--tvm-ffi-lib "$build/tvm_ffi/kernels.so")
+  "$b/gexec_bench_dispatch" "${tvm_ffi[@]}"
   "$b/gexec_bench_thread_pool"
   "$b/gexec_bench_threads" $conformance
   echo "-- the same on one core, with 2 threads asked for:"

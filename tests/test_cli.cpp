@@ -466,3 +466,21 @@ TEST_CASE("bad command lines: clear errors, non-zero exits, never an abort") {
   CHECK(has(limited, "softmax:0: float32[1, 3] = "));
   CHECK(has(limited, " ...\n"));
 }
+
+TEST_CASE("a model over a TVM-FFI kernel library (TVM >= 0.21) runs; its kernel's failed argument check is reported") {
+  const fs::path dir = scratch("tvm_ffi");
+  auto write = [&](const char* name, std::int64_t out) {
+    gexec::graph_builder b;
+    auto x = b.input("x", {4});
+    b.output(b.op("inc", "ffi_add_one", {x}, {{{out}}}));
+    std::ofstream(dir / name) << gexec::to_json(b.build());
+    return " -g " + (dir / name).string() + " -l " + GEXEC_TEST_FFI;
+  };
+  const result good = run_cli(write("good.json", 4) + " -i x=1,-2,3.5,0");
+  CHECK(good.status == 0);
+  check_close(printed(good, "inc:0"), {2, -1, 4.5f, 1});
+  const result bad = run_cli(write("bad.json", 5) + " -i x=1,-2,3.5,0");
+  CHECK(bad.status == 1);
+  CHECK(has(bad, "kernel_failed: node \"inc\""));
+  CHECK(has(bad, "ValueError: Invalid y.shape[0] when calling ffi_add_one"));
+}

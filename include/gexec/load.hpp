@@ -36,6 +36,7 @@
 #include "packed_c/binding.hpp"
 #include "packed_c/module.hpp"
 #include "packed_c/module_blob.hpp"
+#include "tvm_ffi/library_bin.hpp"
 #include "params.hpp"
 
 GEXEC_NAMESPACE_BEGIN

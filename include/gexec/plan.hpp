@@ -34,12 +34,15 @@
 #include "planners/as_compiled.hpp"
 #include "planners/planner.hpp"
 #include "tvm_abi.hpp"
+#include "tvm_ffi/call.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 
 namespace detail {
 
-enum class step_kind : std::uint8_t { call, copy };
+/// A kernel call (packed C), a call of a TVM-FFI kernel (TVM >= 0.21; its arguments
+/// kept as TVMFFIAny, see instance_plan), or a copy.
+enum class step_kind : std::uint8_t { call, copy, ffi_call };
 
 /// A kernel call as run() makes it: everything it needs behind one pointer but the type
 /// codes, which are the plan's (every argument is a DLTensor).
@@ -342,7 +345,7 @@ void add_call(plan_build<Backends>& b, std::uint32_t nid, std::uint32_t f) {
     p.arg_entry.push_back(eid);
   }
   p.calls.push_back({f, first, n_args, nid});
-  append_step(p, step_kind::call, p.calls.size() - 1, kernel_device, nid);
+  append_step(p, p.kernels[f].fn == &call_tvm_ffi ? step_kind::ffi_call : step_kind::call, p.calls.size() - 1, kernel_device, nid);
 }
 
 /// Phase 2: the steps in node order (__nop aliases or copies, __copy copies, every other

@@ -29,13 +29,13 @@ struct layer {
 
 // Lowest first.
 const std::vector<layer> layers = {
-    {"ground: facts and the error type", {"config.hpp", "error.hpp", "device.hpp", "dtype.hpp", "tvm_abi.hpp", "load_progress.hpp", "fwd.hpp"}},
+    {"ground: facts and the error type", {"config.hpp", "error.hpp", "device.hpp", "dtype.hpp", "tvm_abi.hpp", "tvm_ffi_abi.hpp", "load_progress.hpp", "fwd.hpp"}},
     {"ground-floor tools", {"detail/"}},
     {"tensors, their files, the packed calling convention", {"ndarray.hpp", "params.hpp", "npy.hpp", "packed_function.hpp"}},
     {"graphs: the schema, its readers and its checks", {"graph/", "graph.hpp"}},
     {"devices and their memory", {"backends/", "allocators/"}},
     {"the runtime: what TVM kept in process globals", {"runtime/", "runtime.hpp", "function_registry.hpp"}},
-    {"kernels: how a func_name becomes a callable", {"binding/", "packed_c/"}},
+    {"kernels: how a func_name becomes a callable", {"binding/", "packed_c/", "tvm_ffi/"}},
     {"the plan: storage and steps as indices", {"planners/", "plan.hpp"}},
     {"one executor's machinery", {"executor/"}},
     {"running: policies, observers, the model and the TVM API", {"execution/", "observers/", "model.hpp", "graph_executor.hpp", "benchmark.hpp", "benchmark_impl.hpp", "load.hpp", "load_impl.hpp"}},

@@ -15,6 +15,7 @@
 #include "../executor/messages.hpp"
 #include "../runtime/run_context.hpp"
 #include "../tvm_abi.hpp"
+#include "../tvm_ffi/call.hpp"
 #include "../observers/observer.hpp"
 #include "../plan.hpp"
 
@@ -66,6 +67,22 @@ template <class Instance, class Model, class Observer>
           error_set = false;
           call = c;
           if (c->fn(c->values, codes, c->num_args, &ret, &ret_code, c->resource_handle) != 0) [[unlikely]]
+            kernel_failed(m.compact(), c->node_id);
+          if constexpr (observed) observer.after(event);
+        }
+      } else if (r->kind == step_kind::ffi_call) {
+        // TVM-FFI kernels, called directly with the arguments the instance keeps as
+        // TVMFFIAny (instance_plan::ffi_values; resource_handle is the kernel).
+        copy = nullptr;
+        for (const call_step *c = s.plan.calls.data() + lo, *last = s.plan.calls.data() + hi; c != last; ++c) {
+          [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(c - s.plan.calls.data() - r->begin), c->node_id};
+          if constexpr (observed) observer.before(event);
+          TVMFFIAny result;
+          result.type_index = ffi_none;
+          error_set = false;
+          call = c;
+          if (reinterpret_cast<tvm_ffi_safe_call>(c->resource_handle)(nullptr, reinterpret_cast<const TVMFFIAny*>(c->values), c->num_args,
+                                                                      &result) != 0) [[unlikely]]
             kernel_failed(m.compact(), c->node_id);
           if constexpr (observed) observer.after(event);
         }

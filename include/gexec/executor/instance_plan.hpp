@@ -15,6 +15,7 @@
 #include "../graph/compact.hpp"
 #include "../plan.hpp"
 #include "../tvm_abi.hpp"
+#include "../tvm_ffi/call.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 
@@ -27,6 +28,10 @@ struct instance_plan {
   std::vector<DLTensor> entries;
   std::vector<DLTensor> flat_args;  ///< per plan::flat_args: the argument's 1-d view of its entry
   std::vector<TVMValue> values;     ///< per argument: the entry (or its flat view) it passes
+  /// The same arguments as TVM-FFI kernels take them (a type index and the DLTensor
+  /// pointer), made once so that calling one costs what calling a packed C kernel does;
+  /// empty when no kernel of the plan is a TVM-FFI one.
+  std::vector<TVMFFIAny> ffi_values;
   std::vector<detail::call_step> calls;
   std::vector<detail::copy_step> copies;
   /// Changes whenever a pointer handed to kernels changes (bind_alias_group),
@@ -47,10 +52,24 @@ struct instance_plan {
       flat_args.push_back(t);
       values[p.flat_args[k]].v_handle = &flat_args.back();
     }
+    const auto is_ffi = [](const packed_function& k) { return k.fn == &detail::call_tvm_ffi; };
+    if (std::any_of(p.kernels.begin(), p.kernels.end(), is_ffi)) {
+      ffi_values.resize(values.size());
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        ffi_values[i].type_index = ffi_dltensor_ptr;
+        ffi_values[i].zero_padding = 0;
+        ffi_values[i].v_ptr = values[i].v_handle;
+      }
+    }
     calls.reserve(p.calls.size());
-    for (const call_template& c : p.calls)
-      calls.push_back({p.kernels[c.kernel].fn, p.kernels[c.kernel].resource_handle, values.data() + c.first_arg,
-                       static_cast<int>(c.num_args), c.node_id});
+    for (const call_template& c : p.calls) {
+      const packed_function& k = p.kernels[c.kernel];
+      if (is_ffi(k))
+        calls.push_back({&detail::call_tvm_ffi_prebuilt, k.resource_handle, reinterpret_cast<TVMValue*>(ffi_values.data() + c.first_arg),
+                         static_cast<int>(c.num_args), c.node_id});
+      else
+        calls.push_back({k.fn, k.resource_handle, values.data() + c.first_arg, static_cast<int>(c.num_args), c.node_id});
+    }
     copies.reserve(p.copies.size());
     for (const copy_template& c : p.copies)
       copies.push_back({&entries[c.from], &entries[c.to], c.fn, c.backend, c.to_host, c.node_id});

@@ -1,6 +1,7 @@
 #pragma once
 // The op-binding policy over a TVM-compiled library: func_name is the exported symbol
-// of a TVMBackendPackedCFunc.
+// of a TVMBackendPackedCFunc, or, in a library TVM >= 0.21 compiled, of the TVM-FFI
+// kernel __tvm_ffi_<func_name> (the module tells them apart when it loads).
 
 #include "../config.hpp"
 
@@ -29,7 +30,10 @@ class packed_c_abi {
     if (!f && !why.empty()) throw error(errc::symbol_not_found, why);
     return f;
   }
-  [[nodiscard]] std::string describe() const { return "kernel library " + module_.path().string(); }
+  [[nodiscard]] std::string describe() const {
+    return module_.tvm_ffi() ? "TVM-FFI kernel library " + module_.path().string() + " (as __tvm_ffi_<func_name>)"
+                             : "kernel library " + module_.path().string();
+  }
   [[nodiscard]] const gexec::module& get_module() const noexcept { return module_; }
 
  private:

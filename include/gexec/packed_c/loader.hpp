@@ -15,6 +15,7 @@
 #include <link.h>
 
 #include "../tvm_abi.hpp"
+#include "../tvm_ffi_abi.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -154,6 +155,27 @@ inline packed_c_func library_function(void* library, std::string_view name, std:
     return nullptr;
   } catch (...) {
     return nullptr;  // out of memory while explaining: no function
+  }
+}
+
+/// The TVM-FFI kernel `name` of `library`: its own function __tvm_ffi_<name>
+/// ("__tvm_main__" names __tvm_ffi_main), or null. Refused like library_function's
+/// symbols, with `why` saying why. The caller holds process_mutex().
+inline void* library_ffi_function(void* library, std::string_view name, std::string* why = nullptr) noexcept {
+  try {
+    const link_map* object = loaded_object(library);
+    if (!object || name.empty()) return nullptr;
+    const std::string symbol = tvm_ffi_symbol_prefix + std::string(name == "__tvm_main__" ? std::string_view("main") : name);
+    void* address = dlsym(library, symbol.c_str());
+    if (!address) return nullptr;
+    const std::string refused = foreign_function(object, address);
+    if (refused.empty()) return address;
+    if (why)
+      *why = "\"" + symbol + "\" (the TVM-FFI kernel \"" + std::string(name) + "\") is not a function defined in kernel library " +
+             std::string(object->l_name ? object->l_name : "") + ": " + refused;
+    return nullptr;
+  } catch (...) {
+    return nullptr;
   }
 }
 

@@ -50,6 +50,9 @@ class module {
   /// left alone when there is no such symbol).
   [[nodiscard]] packed_function get_function(std::string_view name, std::string* why = nullptr) const;
   [[nodiscard]] bool has_symbol(std::string_view name) const;
+  /// Whether TVM >= 0.21 compiled the library (the TVM-FFI ABI): get_function(name)
+  /// then resolves its kernel __tvm_ffi_<name>, called through TVM-FFI's convention.
+  [[nodiscard]] bool tvm_ffi() const noexcept;
   /// The bytes of the data symbol `name`, bounded by its size in the library's symbol
   /// table; empty if the library does not export it. Throws errc::invalid_module if
   /// `name` is not a data object of the library itself, or if its size runs past the

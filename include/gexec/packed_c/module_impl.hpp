@@ -35,6 +35,10 @@
 #include "hooks.hpp"
 #include "loader.hpp"
 #include "module_blob.hpp"
+#include "../tvm_ffi/call.hpp"
+#include "../tvm_ffi/hooks.hpp"
+#include "../tvm_ffi/imports.hpp"
+#include "../tvm_ffi/library_bin.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -43,6 +47,7 @@ struct module_state {
   boost::dll::shared_library library;
   std::filesystem::path path;
   module_context* context = nullptr;  // process-lifetime, one per file
+  bool tvm_ffi = false;               // compiled by TVM >= 0.21: kernels are __tvm_ffi_<name>, called as TVM-FFI safe calls
   std::mutex embedded_mu;
   std::weak_ptr<const embedded_factory> embedded;  // parsed __tvm_dev_mblob, shared by its users
 
@@ -68,16 +73,20 @@ struct module_state {
     auto it = resolved.find(name);
     if (it == resolved.end()) {
       resolved_function r;
-      r.fn = library_function(library.native(), name, &r.why);
+      if (tvm_ffi) {
+        if (void* kernel = library_ffi_function(library.native(), name, &r.why)) r.fn = {&call_tvm_ffi, kernel};
+      } else {
+        r.fn = {library_function(library.native(), name, &r.why), nullptr};
+      }
       it = resolved.emplace(std::string(name), std::move(r)).first;
     }
     if (why && !it->second.why.empty()) *why = it->second.why;
-    return {it->second.fn, nullptr};
+    return it->second.fn;
   }
 
  private:
   struct resolved_function {
-    packed_c_func fn = nullptr;
+    packed_function fn;
     std::string why;  // why a symbol `name` is refused; empty if there is none
   };
   struct name_hash {
@@ -139,7 +148,9 @@ GEXEC_DECL void claim_context_slots(const boost::dll::shared_library& lib, const
     writes.push_back({slot, value});
   };
   for (const auto& slot : context_slots()) plan_slot(slot.symbol, slot.value);
+  for (const auto& slot : ffi_context_slots()) plan_slot(slot.symbol, slot.value);
   plan_slot("__tvm_module_ctx", ctx);
+  plan_slot("__tvm_ffi__library_ctx", ctx);
   for (const planned& w : writes) *w.slot = w.value;
 }
 
@@ -148,6 +159,8 @@ GEXEC_DECL void claim_context_slots(const boost::dll::shared_library& lib, const
 GEXEC_DECL packed_function module::get_function(std::string_view name, std::string* why) const {
   return state_ ? state_->lookup(name, why) : packed_function{};
 }
+
+GEXEC_DECL bool module::tvm_ffi() const noexcept { return state_ && state_->tvm_ffi; }
 
 GEXEC_DECL bool module::has_symbol(std::string_view name) const { return state_ && state_->library.has(std::string(name)); }
 
@@ -209,7 +222,26 @@ GEXEC_DECL module load_module(const std::filesystem::path& path) {
     ctx->name = "kernel library " + canonical.string();
   }
   detail::claim_context_slots(state->library, ctx->name, ctx);
+  // A library TVM >= 0.21 compiled: its kernels import TVM-FFI's error function, or it
+  // exports the TVM-FFI library symbols. Its imports are bound to gexec's before any
+  // kernel runs; device modules packed into it are refused until gexec loads them.
+  const detail::ffi_import_scan ffi = detail::bind_ffi_imports(state->library.native(), ctx->name, detail::ffi_imports());
+  state->tvm_ffi = ffi.imports_tvm_ffi || state->library.has("__tvm_ffi__library_ctx") || state->library.has("__tvm_ffi__library_bin") ||
+                   state->library.has("__tvm_ffi_main");
   state->path = canonical;
+  if (state->tvm_ffi) {
+    // Before the module is live: refusing it here leaves nothing to undo.
+    module probe;
+    probe.state_ = state;
+    if (const auto bin = probe.data_symbol("__tvm_ffi__library_bin"); !bin.empty()) {
+      const library_bin parsed = parse_library_bin(bin, "__tvm_ffi__library_bin of " + ctx->name);
+      for (const library_bin_module& mod : parsed.modules)
+        if (mod.kind != "_lib")
+          throw error(errc::unsupported, ctx->name + " carries a \"" + mod.kind + "\" module in its __tvm_ffi__library_bin, which gexec " +
+                                             "does not load for TVM-FFI libraries (it runs their host kernels; device modules are not " +
+                                             "supported yet): build the kernels for the CPU (target \"llvm\" or \"c\")");
+    }
+  }
   state->context = ctx;
   ctx->library = state->library.native();
   ctx->owner = state.get();
