@@ -3,10 +3,15 @@
 #
 #   bash tests/static_deploy/run.sh BUILD_DIR MODEL_DIR [TOOLCHAIN_FILE] [cmake args...]
 #
-# the program is static (no program interpreter, no dynamic section), has no dlopen in
-# it, and run alone in an empty folder with an empty environment (under qemu-user, with
-# no target libraries, when cross-built) it reproduces TVM's outputs. Exits 77 (skipped)
-# when MODEL_DIR has no static/ (generate_models.py --system-lib).
+# the program is static (no program interpreter, no dynamic section); neither gexec nor
+# the kernels call the dynamic loader (no dlopen, dlsym, dladdr among the undefined
+# symbols of the program's own objects: static glibc links its own dlopen in every
+# program, for iconv, so the linked program cannot be asked); run alone in an empty
+# folder with an empty environment (under qemu-user with no target libraries, when
+# cross-built) it opens no file but what the kernel tells about the machine (/sys,
+# /proc: gexec reads the CPU quota), as strace or qemu's -strace shows, and it
+# reproduces TVM's outputs. Exits 77 (skipped) when MODEL_DIR has no static/
+# (generate_models.py --system-lib).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=$1 model=$2 toolchain=${3:-}
@@ -28,17 +33,40 @@ nm=$(cache CMAKE_NM)
 readelf=$(cache CMAKE_READELF)
 emulator=$(cache GEXEC_QEMU)
 fail() { echo "FAIL: $*" >&2; exit 1; }
-if "$readelf" -l "$bin" | grep -q "INTERP"; then fail "$bin asks for a program interpreter"; fi
-"$readelf" -d "$bin" | grep -q "no dynamic section" || fail "$bin has a dynamic section"
-if "$nm" "$bin" | grep -qw "dlopen"; then fail "$bin contains dlopen"; fi
-echo "$bin: static, no dynamic section, no dlopen; $(stat -c %s "$bin") bytes"
+# Outputs are read into variables first: `grep -q` in a pipeline under pipefail would
+# fail the pipeline when it stops reading early.
+headers=$("$readelf" -l "$bin")
+dynamic=$("$readelf" -d "$bin")
+if [[ $headers == *INTERP* ]]; then fail "$bin asks for a program interpreter"; fi
+[[ $dynamic == *"no dynamic section"* ]] || fail "$bin has a dynamic section"
+own=$(find "$out/CMakeFiles/static_model.dir" -name '*.o'; echo "$out/gexec/libgexec_boost_json.a"; ls "$out"/gexec_models/*/libkernels.a)
+# shellcheck disable=SC2086
+undefined=$("$nm" -u $own 2>/dev/null | awk '{ print $NF }' | sort -u)
+for symbol in dlopen dlsym dladdr dlclose dlmopen; do
+  if grep -qx "$symbol" <<<"$undefined"; then fail "the program's own code calls $symbol"; fi
+done
+echo "$bin: static, no dynamic section, its own code calls no dynamic-loader function; $(stat -c %s "$bin") bytes"
 
 alone=$(mktemp -d)
 trap 'rm -rf "$alone"' EXIT
 cp "$bin" "$alone/"
 cd "$alone"
+trace=$alone.trace
+rc=0
 if [ -n "$toolchain" ]; then
-  env -i "$emulator" ./static_model
+  env -i "$emulator" -strace ./static_model 2>"$trace" || rc=$?
+elif command -v strace >/dev/null; then
+  env -i "$(command -v strace)" -f -qq -o "$trace" -e trace=open,openat ./static_model || rc=$?
 else
-  env -i ./static_model
+  env -i ./static_model || rc=$?
+  : >"$trace"
+  echo "(strace is not installed: the files it opens are not checked)"
 fi
+opened=$(grep -oE 'open(at)?\((AT_FDCWD, ?)?"[^"]*"' "$trace" | sed 's/.*"\(.*\)"/\1/' | sort -u || true)
+rm -f "$trace"
+echo "files it opened: ${opened:-none}" | tr '\n' ' '
+echo
+while read -r path; do
+  [ -z "$path" ] || [[ $path == /sys/* || $path == /proc/* ]] || fail "the program opened $path"
+done <<<"$opened"
+exit $rc
