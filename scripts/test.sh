@@ -19,7 +19,7 @@
 #                  concurrency, the TVM conformance subset for aarch64 (both forms) and a static program with a model
 #                  linked in (tests/static_deploy); for 32-bit ARM (armhf) the conformance subset and the static program
 #   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core),
-#                  the footprint of a static deployment (benchmarks/footprint, native and aarch64),
+#                  the footprint of a static deployment (benchmarks/footprint: resnet natively, mlp for aarch64),
 #                  a conformance model served through Triton against in-process run(), and gexec from Python against
 #                  C++ and TVM's Python API (benchmarks/python)
 # gexec's own code (tests, tools, examples, benchmarks) builds with -Wall -Wextra, and
@@ -171,11 +171,11 @@ bench_stage() {
   "$b/gexec_bench_load_params" $conformance
   if [ -x "$b/gexec_bench_cuda" ]; then "$b/gexec_bench_cuda"; fi  # a GPU's figures; SKIPPED without one
   bash benchmarks/compile/run.sh
-  # A static program with resnet linked in: natively, and for aarch64 where the arm stage made its models.
-  local arm_resnet=$build-aarch64/conformance/resnet
-  [ -f "$arm_resnet/static/kernels.tar" ] || arm_resnet=""
+  # A static program with resnet linked in natively, and with mlp for aarch64 where the arm stage made its models.
+  local arm_model=$build-aarch64/conformance/mlp
+  [ -f "$arm_model/static/kernels.tar" ] || arm_model=""
   if [ -f "$conformance/resnet/static/kernels.tar" ]; then
-    bash benchmarks/footprint/run.sh "$build/footprint" "$conformance/resnet" $arm_resnet
+    bash benchmarks/footprint/run.sh "$build/footprint" "$conformance/resnet" $arm_model
   fi
   if [ -x "$build/python/venv/bin/python" ]; then  # the python stage's venv, with the wheel installed
     "$build/python/venv/bin/python" benchmarks/python/bench_python.py --conformance "$build/conformance" \

@@ -7,7 +7,8 @@
 #
 # MODEL_DIR (x86-64, native) and AARCH64_MODEL_DIR (cross-built, run under qemu-aarch64)
 # are conformance models with static/ (generate_models.py --system-lib; the test
-# command uses resnet). Both programs are built -Os (MinSizeRel), static, with
+# command uses resnet natively and mlp for aarch64: the size beyond kernels, parameters
+# and graph hardly depends on the model). Both programs are built -Os (MinSizeRel), static, with
 # --gc-sections, and measured stripped.
 # Figures:
 #   size      the runner's file, less its kernels (text and data of the objects in
