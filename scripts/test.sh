@@ -15,8 +15,8 @@
 #                  there from outside the source tree against the g++ build's conformance models and test kernels
 #                  (and TVM's debug executor in the conformance venv, for the per-node dumps)
 #   arm            cross builds for ARM with Debian's cross compilers (cmake/toolchains), run under qemu-user:
-#                  for aarch64 the unit tests of graphs, parameters, the executor, the runtime, the thread pool and
-#                  concurrency, the TVM conformance subset for aarch64 (both forms) and a static program with a model
+#                  for aarch64 the unit tests of graphs, parameters, the executor, the runtime, the thread pool,
+#                  concurrency, the policies and system_lib, the TVM conformance subset for aarch64 (both forms) and a static program with a model
 #                  linked in (tests/static_deploy); for 32-bit ARM (armhf) the conformance subset and the static program
 #   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core),
 #                  the footprint of a static deployment (benchmarks/footprint: resnet natively, mlp for aarch64),
@@ -98,7 +98,7 @@ gcc_stage() {
 # The unit tests the arm stage cross-builds and runs under qemu-user: what depends on the
 # machine (byte order and alignment of files, the executor's arithmetic on memory, the
 # thread pool and its memory ordering, which is weaker on ARM than on x86).
-arm_unit_tests=(test_graph test_params test_executor test_runtime test_thread_pool test_concurrency test_policies)
+arm_unit_tests=(test_graph test_params test_executor test_runtime test_thread_pool test_concurrency test_policies test_system_lib)
 
 arm_stage() {
   local root=$PWD
