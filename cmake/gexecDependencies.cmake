@@ -9,6 +9,11 @@ include(CMakeFindDependencyMacro)
 if(GEXEC_FINDING_INSTALLED)
   find_dependency(Boost 1.81 CONFIG COMPONENTS json)
   find_dependency(Threads)
+elseif(GEXEC_BOOST_JSON_HEADER_ONLY)
+  # Boost's headers alone: Boost.JSON's sources are compiled into gexec_boost_json (see
+  # CMakeLists.txt), for targets that have no Boost.JSON library, as cross builds may not.
+  find_package(Boost 1.81 CONFIG REQUIRED)
+  find_package(Threads REQUIRED)
 else()
   find_package(Boost 1.81 CONFIG REQUIRED COMPONENTS json)
   find_package(Threads REQUIRED)

@@ -24,6 +24,8 @@ install(FILES
   ${PROJECT_BINARY_DIR}/gexecConfig.cmake
   ${PROJECT_BINARY_DIR}/gexecConfigVersion.cmake
   cmake/gexecDependencies.cmake
+  cmake/gexecModel.cmake
+  cmake/gexecKernelArchive.cmake
   DESTINATION ${GEXEC_CMAKE_DIR} COMPONENT devel)
 
 # gexec.pc, for builds without CMake. Its prefix is found from where the file lies, so

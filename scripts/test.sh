@@ -16,7 +16,12 @@
 #                  in pyproject.toml), installed into a fresh venv with numpy, pytest and ml_dtypes from PyPI, python/tests run
 #                  there from outside the source tree against the g++ build's conformance models and test kernels
 #                  (and TVM's debug executor in the conformance venv, for the per-node dumps)
+#   arm            cross builds for ARM with Debian's cross compilers (cmake/toolchains), run under qemu-user:
+#                  for aarch64 the unit tests of graphs, parameters, the executor, the runtime, the thread pool,
+#                  concurrency, the policies and system_lib, the TVM conformance subset for aarch64 (both forms) and a static program with a model
+#                  linked in (tests/static_deploy); for 32-bit ARM (armhf) the conformance subset and the static program
 #   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core),
+#                  the footprint of a static deployment (benchmarks/footprint: resnet natively, mlp for aarch64),
 #                  a conformance model served through Triton against in-process run(), and gexec from Python against
 #                  C++ and TVM's Python API (benchmarks/python)
 # gexec's own code (tests, tools, examples, benchmarks) builds with -Wall -Wextra, and
@@ -92,6 +97,29 @@ gcc_stage() {
   ctest --test-dir "$build" --output-on-failure -j "$jobs"
 }
 
+# The unit tests the arm stage cross-builds and runs under qemu-user: what depends on the
+# machine (byte order and alignment of files, the executor's arithmetic on memory, the
+# thread pool and its memory ordering, which is weaker on ARM than on x86).
+arm_unit_tests=(test_graph test_params test_executor test_runtime test_thread_pool test_concurrency test_policies test_system_lib)
+
+arm_stage() {
+  local root=$PWD
+  # One venv with TVM serves every set of conformance models (the g++ stage's, or made here).
+  local venv=$root/$build/conformance/venv
+  local common=(-DGEXEC_BUILD_EXAMPLES=OFF -DGEXEC_BUILD_TOOLS=OFF -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_COMPILED=OFF
+                -DGEXEC_INSTALL=OFF)
+  local unit_tests
+  unit_tests=$(IFS='|'; echo "${arm_unit_tests[*]}")
+  configure "$build-aarch64" aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ "${common[@]}" \
+    -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake"
+  cmake --build "$build-aarch64" -j "$jobs" --target "${arm_unit_tests[@]}" test_conformance
+  GEXEC_CONF_VENV=$venv ctest --test-dir "$build-aarch64" --output-on-failure -j "$jobs" -R "^($unit_tests|conformance_models|test_conformance|static_deploy)\$"
+  configure "$build-armhf" arm-linux-gnueabihf-gcc arm-linux-gnueabihf-g++ "${common[@]}" \
+    -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/arm-linux-gnueabihf.cmake"
+  cmake --build "$build-armhf" -j "$jobs" --target test_conformance
+  GEXEC_CONF_VENV=$venv ctest --test-dir "$build-armhf" --output-on-failure -j "$jobs" -R "^(conformance_models|test_conformance|static_deploy)\$"
+}
+
 python_stage() {
   local root=$PWD out
   out=$(cd "$build" && pwd)
@@ -147,6 +175,12 @@ bench_stage() {
   "$b/gexec_bench_load_params" $conformance
   if [ -x "$b/gexec_bench_cuda" ]; then "$b/gexec_bench_cuda"; fi  # a GPU's figures; SKIPPED without one
   bash benchmarks/compile/run.sh
+  # A static program with resnet linked in natively, and with mlp for aarch64 where the arm stage made its models.
+  local arm_model=$build-aarch64/conformance/mlp
+  [ -f "$arm_model/static/kernels.tar" ] || arm_model=""
+  if [ -f "$conformance/resnet/static/kernels.tar" ]; then
+    bash benchmarks/footprint/run.sh "$build/footprint" "$conformance/resnet" $arm_model
+  fi
   if [ -x "$build/python/venv/bin/python" ]; then  # the python stage's venv, with the wheel installed
     "$build/python/venv/bin/python" benchmarks/python/bench_python.py --conformance "$build/conformance" \
       --kernels "$build/tests/kernels/libgexec_test_kernels.so" --tvm-python "$build/conformance/venv/bin/python"
@@ -168,5 +202,6 @@ stage clang-release clang_release_stage
 stage gcc-debug gcc_debug_stage
 stage gcc gcc_stage
 stage python python_stage
+stage arm arm_stage
 if [ "${GEXEC_SKIP_BENCHMARKS:-0}" != 1 ]; then stage bench bench_stage; fi
 echo "==== all stages: $((SECONDS - total_start)) s"

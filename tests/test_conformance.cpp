@@ -5,6 +5,10 @@
 //   split form:   graph.json + load_module(lib.so) + load_params_file(params.bin)
 //   single file:  load_factory(model.so).create()
 //
+// A set built for ARM (make_models.sh OUT --target aarch64, run under qemu-user) is
+// compared with TVM's outputs for the same graph compiled for x86-64, within the
+// tolerance its info.json states per model ("tolerance": exact, or rtol and atol).
+//
 // The models live in GEXEC_CONFORMANCE_DIR (the environment variable of that name
 // overrides the compiled-in path). When the generator could not install TVM it leaves
 // a SKIPPED file there, and this program exits with 77, which CTest reports as skipped.
@@ -177,8 +181,27 @@ struct comparison {
   std::string failure;     ///< empty when the tensors agree
 };
 
-/// Integers must be equal; floats within 1e-5 + 1e-5 * |expected|.
-comparison compare(const gexec::ndarray& got, const gexec::ndarray& want) {
+/// How close a float output must be: within atol + rtol * |expected|, or the same bytes.
+struct tolerance {
+  double rtol = 1e-5, atol = 1e-5;
+  bool exact = false;
+};
+
+/// The model's stated tolerance (info.json "tolerance", sets built for another machine),
+/// else the default.
+tolerance tolerance_of(const json::object& info) {
+  tolerance t;
+  if (const json::value* v = info.if_contains("tolerance")) {
+    const json::object& o = v->as_object();
+    t.exact = o.at("exact").as_bool();
+    t.rtol = o.at("rtol").to_number<double>();
+    t.atol = o.at("atol").to_number<double>();
+  }
+  return t;
+}
+
+/// Integers must be equal; floats within the tolerance (default 1e-5 + 1e-5 * |expected|).
+comparison compare(const gexec::ndarray& got, const gexec::ndarray& want, const tolerance& tol = {}) {
   comparison c;
   if (!gexec::same_dtype(got.dtype(), want.dtype())) {
     c.failure = "dtype is " + gexec::to_string(got.dtype()) + ", TVM's is " + gexec::to_string(want.dtype());
@@ -202,7 +225,8 @@ comparison compare(const gexec::ndarray& got, const gexec::ndarray& want) {
         diff = ok ? 0 : std::numeric_limits<double>::infinity();
       } else {
         diff = a == b ? 0 : std::fabs(a - b);  // equal infinities differ by 0
-        ok = diff <= 1e-5 + 1e-5 * std::fabs(b);
+        ok = tol.exact ? std::memcmp(static_cast<const char*>(got.data()) + i * bytes, static_cast<const char*>(want.data()) + i * bytes, bytes) == 0
+                       : diff <= tol.atol + tol.rtol * std::fabs(b);
       }
     } else {
       ok = std::memcmp(static_cast<const char*>(got.data()) + i * bytes, static_cast<const char*>(want.data()) + i * bytes, bytes) == 0;
@@ -216,7 +240,8 @@ comparison compare(const gexec::ndarray& got, const gexec::ndarray& want) {
   }
   if (bad) {
     std::ostringstream s;
-    s << bad << " of " << want.numel() << " elements differ (" << (is_float ? "tolerance 1e-5 + 1e-5*|tvm|" : "exact")
+    s << bad << " of " << want.numel() << " elements differ ("
+      << (is_float && !tol.exact ? "tolerance " + std::to_string(tol.atol) + " + " + std::to_string(tol.rtol) + "*|tvm|" : std::string("exact"))
       << "); max |diff| = " << c.max_abs_diff << " at element " << worst << " (gexec " << element(got, worst) << ", tvm "
       << element(want, worst) << "); first differing element " << first_bad << " (gexec " << element(got, first_bad)
       << ", tvm " << element(want, first_bad) << ")";
@@ -280,7 +305,7 @@ void check_against_tvm(const model_case& m, std::string_view form, gexec::graph_
       FAIL_CHECK(at << ": outputs.bin has no output \"" << i << "\"");
       continue;
     }
-    comparison c = compare(ex.get_output(i), *want);
+    comparison c = compare(ex.get_output(i), *want, tolerance_of(info));
     max_abs_diff = std::max(max_abs_diff, c.max_abs_diff);
     ++compared;
     identical += c.identical;

@@ -211,8 +211,10 @@ void place_entries(plan_build<Backends>& b) {
 
 /// The graph's indices of its two built-in functions (past the end when absent).
 struct builtin_funcs {
-  std::ptrdiff_t nop;
-  std::ptrdiff_t copy;
+  // 64 bits, not ptrdiff_t: compared with uint32_t function indices, which a 32-bit
+  // ptrdiff_t (int) would compare as unsigned.
+  std::int64_t nop;
+  std::int64_t copy;
 };
 
 /// Sizes the step arrays from one pass over the nodes, so that make_steps never reallocates.

@@ -1,7 +1,19 @@
 #!/usr/bin/env python3
 """Build the gexec conformance models with a real TVM (relay + graph executor).
 
-Usage: generate_models.py OUT_DIR
+Usage: generate_models.py OUT_DIR [--target x86_64|aarch64|armv7a] [--models a,b,...]
+                                  [--system-lib a,b,...]
+
+--target picks the machine the kernels are compiled for (default x86_64, every model).
+For an ARM target the kernels are compiled with TVM's LLVM for that triple and linked
+with Debian's cross compiler (aarch64-linux-gnu-g++, arm-linux-gnueabihf-g++); TVM
+cannot run that code here, so outputs.bin holds what TVM computes for the same relay
+graph and inputs compiled for x86-64, and info.json says how close an ARM run must
+come to it ("tolerance", per model, with the reason). --models picks a subset (the
+ARM sets are subsets, to keep their build short). --system-lib names models that
+also get OUT_DIR/<model>/static/: graph.json, params.bin and kernels.tar, the same
+graph built with the system-lib runtime option and exported as object files, for a
+program that links its kernels in (gexec_add_model).
 
 For every model, OUT_DIR/<model>/ receives:
   graph.json    graph-executor JSON (lib.get_graph_json())
@@ -29,9 +41,16 @@ import sys
 import time
 
 import numpy as np
-import tvm
-from tvm import relay
-from tvm.contrib import graph_executor
+
+# TVM looks for pre-tuned schedules on the network when it compiles for ARM; the
+# build must not depend on the network (and the default schedules are what it uses).
+os.environ.setdefault("TOPHUB_LOCATION", "NONE")
+
+import tvm  # noqa: E402
+from tvm import relay  # noqa: E402
+from tvm.contrib import cc as tvm_cc  # noqa: E402
+from tvm.contrib import graph_executor  # noqa: E402
+from tvm.relay.backend import Runtime  # noqa: E402
 
 try:
     import tvm.relay.testing  # noqa: F401  (resnet / mobilenet workloads)
@@ -44,6 +63,38 @@ except Exception:  # pragma: no cover - depends on the wheel
 # default triple is not the host's. Naming the x86-64 triple and a baseline
 # CPU keeps the kernels portable to any x86-64 Linux machine.
 TARGET = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=x86-64"
+
+# The machines a set of models is compiled for: TVM's target and the compiler that links
+# the kernels (None: TVM's default, the host's g++).
+TARGETS = {
+    "x86_64": {"target": TARGET, "cc": None, "nm": "nm"},
+    # NEON is part of every aarch64 CPU.
+    "aarch64": {"target": "llvm -mtriple=aarch64-linux-gnu -mattr=+neon", "cc": "aarch64-linux-gnu-g++",
+                "nm": "aarch64-linux-gnu-nm"},
+    # 32-bit ARM, hard-float ABI (Debian armhf) with NEON, as on Cortex-A boards.
+    "armv7a": {"target": "llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon -mfloat-abi=hard", "cc": "arm-linux-gnueabihf-g++",
+               "nm": "arm-linux-gnueabihf-nm"},
+}
+
+# How close a run of the ARM build must come to TVM's outputs of the x86-64 build, per
+# model; "exact" where both compute the same operations in the same order (integer
+# arithmetic, copies, sorting, reshapes and the dense layers TVM schedules alike on both).
+# Otherwise TVM picks other schedules on ARM (arm_cpu conv2d, its own dense and softmax
+# tilings, NEON's fused multiply-add), so float sums are reassociated and rounded
+# differently: within atol 1e-6 + rtol 1e-5 (measured on aarch64 under qemu: at most
+# 9e-8 absolute for mlp, reshape_split and resnet, 2.4e-6 for opt3_parallel's softmax over
+# two 3x3 convolutions; on armv7a mlp and reshape_split are bit for bit, opt3_parallel
+# within 3.3e-6).
+ARM_TOLERANCE = {
+    "int_scalar": ("exact", "integer arithmetic"),
+    "extern_call": ("exact", "argsort: positions of input values, no arithmetic"),
+    "sort_float32": ("exact", "sort, argsort and topk: copies and positions of input values"),
+    "reshape_split": ("close", "dense reduced in another order by the ARM schedule"),
+    "mlp": ("close", "dense and softmax reduced in another order, fused multiply-add"),
+    "opt3_parallel": ("close", "conv2d and softmax scheduled for arm_cpu: other reduction order"),
+    "resnet": ("close", "arm_cpu conv2d schedules (spatial pack), fused multiply-add"),
+    "mobilenet": ("close", "arm_cpu depthwise conv2d schedules, fused multiply-add"),
+}
 
 CONTEXT_SYMBOLS = [
     "__tvm_module_ctx",
@@ -385,9 +436,9 @@ MODELS = [
 # ---------------------------------------------------------------------------
 
 
-def dynamic_symbols(path):
+def dynamic_symbols(path, nm_name="nm"):
     """Names from `nm -D --defined-only`, or None when nm is missing."""
-    nm = shutil.which("nm")
+    nm = shutil.which(nm_name)
     if nm is None:
         return None
     res = subprocess.run([nm, "-D", "--defined-only", path], capture_output=True, text=True)
@@ -574,12 +625,28 @@ def env_funcs(src):
     return sorted(set(names))
 
 
-def build_one(out_dir, name, factory):
+def build_static(mdir, mod, params, opt_level, machine):
+    """The same graph with the system-lib runtime option, its kernels as object files."""
+    sdir = os.path.join(mdir, "static")
+    os.makedirs(sdir, exist_ok=True)
+    with tvm.transform.PassContext(opt_level=opt_level):
+        lib = relay.build(mod, target=machine["target"], params=params, runtime=Runtime("cpp", {"system-lib": True}))
+    with open(os.path.join(sdir, "graph.json"), "w") as f:
+        f.write(lib.get_graph_json())
+    with open(os.path.join(sdir, "params.bin"), "wb") as f:
+        f.write(tvm.runtime.save_param_dict(lib.get_params()))
+    lib.get_lib().export_library(os.path.join(sdir, "kernels.tar"))
+
+
+def build_one(out_dir, name, factory, machine_name="x86_64", system_lib=False):
+    machine = TARGETS[machine_name]
+    cross = machine_name != "x86_64"
     t0 = time.time()
     mod, params, inputs, opt_level = factory()
     with tvm.transform.PassContext(opt_level=opt_level):
-        lib = relay.build(mod, target=TARGET, params=params)
+        lib = relay.build(mod, target=machine["target"], params=params)
     build_s = time.time() - t0
+    export = {"fcompile": tvm_cc.cross_compiler(machine["cc"])} if machine["cc"] else {}
 
     mdir = os.path.join(out_dir, name)
     os.makedirs(mdir, exist_ok=True)
@@ -590,16 +657,24 @@ def build_one(out_dir, name, factory):
     with open(os.path.join(mdir, "params.bin"), "wb") as f:
         f.write(tvm.runtime.save_param_dict(lib_params))
     kernels = lib.get_lib()
-    kernels.export_library(os.path.join(mdir, "lib.so"))
-    lib.export_library(os.path.join(mdir, "model.so"))
+    kernels.export_library(os.path.join(mdir, "lib.so"), **export)
+    lib.export_library(os.path.join(mdir, "model.so"), **export)
     with open(os.path.join(mdir, "inputs.bin"), "wb") as f:
         f.write(tvm.runtime.save_param_dict({k: tvm.nd.array(v) for k, v in inputs.items()}))
+    if system_lib:
+        build_static(mdir, mod, params, opt_level, machine)
 
     # Run with TVM's own graph executor, loaded back from the single-file
-    # export so the reference outputs come from what was written to disk.
+    # export so the reference outputs come from what was written to disk. TVM cannot
+    # run ARM code here: it runs the same relay graph compiled for x86-64 instead.
     dev = tvm.cpu(0)
-    loaded = tvm.runtime.load_module(os.path.join(mdir, "model.so"))
-    gmod = graph_executor.GraphModule(loaded["default"](dev))
+    if cross:
+        with tvm.transform.PassContext(opt_level=opt_level):
+            reference = relay.build(mod, target=TARGET, params=params)
+        gmod = graph_executor.GraphModule(reference["default"](dev))
+    else:
+        loaded = tvm.runtime.load_module(os.path.join(mdir, "model.so"))
+        gmod = graph_executor.GraphModule(loaded["default"](dev))
     for k, v in inputs.items():
         gmod.set_input(k, v)
     gmod.run()
@@ -634,19 +709,27 @@ def build_one(out_dir, name, factory):
         "tvm_num_threads_env": os.environ.get("TVM_NUM_THREADS"),
         "cpu_count": os.cpu_count(),
         "tvm_version": tvm.__version__,
-        "target": TARGET,
+        "target": machine["target"],
+        "machine": machine_name,
         "opt_level": opt_level,
         "uses_parallel": uses_parallel,
         "uses_workspace": uses_workspace,
         "env_funcs": env_funcs(src),
     }
+    if cross:
+        kind, why = ARM_TOLERANCE.get(name, ("close", "float arithmetic scheduled differently for ARM"))
+        info["reference"] = "TVM's outputs for the same relay graph compiled for x86-64 (%s)" % TARGET
+        info["tolerance"] = {"exact": kind == "exact", "rtol": 0 if kind == "exact" else 1e-5,
+                             "atol": 0 if kind == "exact" else 1e-6, "why": why}
+    if system_lib:
+        info["static"] = "static/"
     info.update(graph_facts(graph))
     for fname in ("lib.so", "model.so"):
-        syms = dynamic_symbols(os.path.join(mdir, fname))
+        syms = dynamic_symbols(os.path.join(mdir, fname), machine["nm"])
         if syms is not None:
             key = "context_symbols_" + fname.replace(".", "_")
             info[key] = [s for s in CONTEXT_SYMBOLS if s in syms]
-    mblob = read_mblob(os.path.join(mdir, "model.so"))
+    mblob = None if cross else read_mblob(os.path.join(mdir, "model.so"))
     if mblob is not None:
         info["model_so_mblob"] = mblob
     with open(os.path.join(mdir, "info.json"), "w") as f:
@@ -669,31 +752,45 @@ def build_one(out_dir, name, factory):
 
 
 def main(argv):
-    if len(argv) != 2:
-        print("usage: generate_models.py OUT_DIR", file=sys.stderr)
-        return 2
-    out_dir = os.path.abspath(argv[1])
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="generate_models.py")
+    parser.add_argument("out_dir")
+    parser.add_argument("--target", choices=sorted(TARGETS), default="x86_64")
+    parser.add_argument("--models", default="", help="comma-separated subset of the models (default: all)")
+    parser.add_argument("--system-lib", default="", help="comma-separated models that also get static/")
+    args = parser.parse_args(argv[1:])
+    known = [name for name, _ in MODELS]
+    chosen = [m for m in args.models.split(",") if m] or known
+    static = {m for m in args.system_lib.split(",") if m}
+    for m in chosen + sorted(static):
+        if m not in known:
+            parser.error("no model named %r (models: %s)" % (m, ", ".join(known)))
+    models = [(name, factory) for name, factory in MODELS if name in chosen]
+    out_dir = os.path.abspath(args.out_dir)
     os.makedirs(out_dir, exist_ok=True)
     manifest_path = os.path.join(out_dir, "manifest.json")
     if os.path.exists(manifest_path):
         os.remove(manifest_path)
-    log("tvm %s, python %s, target %r" % (tvm.__version__, platform.python_version(), TARGET))
+    machine = TARGETS[args.target]
+    log("tvm %s, python %s, target %r" % (tvm.__version__, platform.python_version(), machine["target"]))
     # Drop model folders left by an older model list.
-    current = {name for name, _ in MODELS}
+    current = {name for name, _ in models}
     for entry in sorted(os.listdir(out_dir)):
         path = os.path.join(out_dir, entry)
         if entry not in current and os.path.isfile(os.path.join(path, "info.json")):
             log("removing stale model folder %s" % path)
             shutil.rmtree(path)
     names = []
-    for name, factory in MODELS:
-        build_one(out_dir, name, factory)
+    for name, factory in models:
+        build_one(out_dir, name, factory, args.target, name in static)
         names.append(name)
     manifest = {
         "tvm_version": tvm.__version__,
         "python": platform.python_version(),
         "numpy": np.__version__,
-        "target": TARGET,
+        "target": machine["target"],
+        "machine": args.target,
         "relay_testing": HAVE_RELAY_TESTING,
         "models": names,
     }

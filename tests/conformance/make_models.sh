@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Build the gexec conformance models with a real TVM from PyPI.
 #
-#   bash tests/conformance/make_models.sh OUT_DIR
+#   bash tests/conformance/make_models.sh OUT_DIR [generate_models.py options]
 #
 # Creates OUT_DIR/venv (Python 3.10 + pinned TVM), then runs
-# generate_models.py OUT_DIR. Idempotent: when OUT_DIR/manifest.json exists
-# and OUT_DIR/.stamp matches a hash of this script and generate_models.py,
-# nothing is done. When no suitable Python or TVM can be installed, the
+# generate_models.py OUT_DIR [options] (--target aarch64 --models mlp,... builds an
+# ARM set; see generate_models.py). Idempotent: when OUT_DIR/manifest.json exists
+# and OUT_DIR/.stamp matches a hash of this script, generate_models.py and the
+# options, nothing is done. When no suitable Python or TVM can be installed, the
 # reason is written to OUT_DIR/SKIPPED and the script exits 0, so callers can
 # skip the conformance tests instead of failing.
 #
@@ -19,18 +20,22 @@
 # pytest, so both are pinned too. Its LLVM defaults to a riscv64 triple, so
 # generate_models.py names the x86-64 triple explicitly.
 #
-# Environment overrides: GEXEC_CONF_PYTHON (interpreter for the venv).
+# Environment overrides: GEXEC_CONF_PYTHON (interpreter for the venv),
+# GEXEC_CONF_VENV (the venv, instead of OUT_DIR/venv: sets of models for several
+# targets share one).
 set -euo pipefail
 
-if [ $# -ne 1 ]; then
-    echo "usage: $0 OUT_DIR" >&2
+if [ $# -lt 1 ]; then
+    echo "usage: $0 OUT_DIR [generate_models.py options]" >&2
     exit 2
 fi
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mkdir -p "$1"
 OUT="$(cd "$1" && pwd)"
-VENV="$OUT/venv"
+shift
+OPTIONS=("$@")
+VENV="${GEXEC_CONF_VENV:-$OUT/venv}"
 PY_MINOR="3.10"
 
 # Exact pins, installed with --no-deps so nothing else floats in.
@@ -63,9 +68,8 @@ skip() {
     exit 0
 }
 
-hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
-STAMP="$(hash_of "$HERE/make_models.sh" "$HERE/generate_models.py")"
+STAMP="$( (cat "$HERE/make_models.sh" "$HERE/generate_models.py"; printf '%s\n' "${OPTIONS[@]}") | sha256sum | cut -d' ' -f1)"
 if [ -f "$OUT/manifest.json" ] && [ -f "$OUT/.stamp" ] && [ "$(cat "$OUT/.stamp")" = "$STAMP" ]; then
     log "up to date: $OUT (stamp $STAMP)"
     exit 0
@@ -129,6 +133,6 @@ if ! "$VENV/bin/python" -c "import tvm; from tvm import relay; from tvm.contrib 
 fi
 
 log "generating models into $OUT"
-"$VENV/bin/python" "$HERE/generate_models.py" "$OUT" </dev/null
+"$VENV/bin/python" "$HERE/generate_models.py" "$OUT" "${OPTIONS[@]}" </dev/null
 printf '%s\n' "$STAMP" > "$OUT/.stamp"
 log "done in $(( $(date +%s) - START ))s"

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# What a static deployment costs: size, resident memory and start-up of a program with
+# one TVM-compiled model linked in (runner.cpp, gexec_add_model), against an empty
+# static C++ program built alike (empty.cpp) and TVM's own runtime library.
+#
+#   bash benchmarks/footprint/run.sh OUT_DIR MODEL_DIR [AARCH64_MODEL_DIR]
+#
+# MODEL_DIR (x86-64, native) and AARCH64_MODEL_DIR (cross-built, run under qemu-aarch64)
+# are conformance models with static/ (generate_models.py --system-lib; the test
+# command uses resnet natively and mlp for aarch64: the size beyond kernels, parameters
+# and graph hardly depends on the model). Both programs are built -Os (MinSizeRel), static, with
+# --gc-sections, and measured stripped.
+# Figures:
+#   size      the runner's file, less its kernels (text and data of the objects in
+#             kernels.tar), its parameters and its graph: what gexec, the C and C++
+#             libraries and the program cost; and that less the empty program, gexec's
+#             part. Baseline: the empty program, and libtvm_runtime.so of the TVM in the
+#             conformance venv (hhb-tvm, TVM 0.16.dev0, x86-64: the runtime a TVM
+#             deployment ships besides the model's library).
+#   memory    the runner's peak resident set (ru_maxrss) against its parameters plus
+#             the executor's storage (activations), and the empty program's.
+#   start-up  exec to the first output line, median of 20 runs, against the empty
+#             program's exec to its first line (native only: under qemu the figures
+#             would be the emulator's).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+out=$1 x86_model=$2 arm_model=${3:-}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+x86_model=$(cd "$x86_model" && pwd)
+[ -z "$arm_model" ] || arm_model=$(cd "$arm_model" && pwd)
+
+build() {  # build DIR MODEL [cmake args...]
+  local dir=$1 model=$2
+  shift 2
+  local args=(-DGEXEC_SOURCE_DIR="$src" -DMODEL_DIR="$model" "$@")
+  if command -v ccache >/dev/null; then args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+  cmake -S "$here" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=MinSizeRel "${args[@]}" >/dev/null
+  cmake --build "$dir" >/dev/null
+}
+cache() { sed -n "s/^$2:[A-Z]*=//p" "$1/CMakeCache.txt"; }
+
+kernel_bytes() {  # kernel_bytes MODEL SIZE_TOOL: text + data of the kernels' objects
+  local objects
+  objects=$(mktemp -d)
+  tar -xf "$1/static/kernels.tar" -C "$objects"
+  "$2" -t "$objects"/*.o | awk 'END { print $1 + $2 }'
+  rm -rf "$objects"
+}
+
+owners() {  # owners NM PROGRAM: bytes of its symbols by owner
+  "$1" -C -S --size-sort "$2" | python3 -c '
+import collections, sys
+owner = collections.Counter()
+for line in sys.stdin:
+    parts = line.rstrip("\n").split(" ", 3)
+    if len(parts) < 4:
+        continue
+    size, name = int(parts[1], 16), parts[3]
+    if "tvmgen_" in name or name.endswith("__tvm_module_ctx"):
+        who = "kernels"
+    elif name.startswith("gexec_embedded_"):
+        who = "embedded files"
+    elif "gexec::" in name or name.startswith(("TVMBackend", "TVMFuncCall", "TVMAPISetLastError")):
+        who = "gexec"
+    elif "boost::" in name:
+        who = "Boost.JSON"
+    elif "std::" in name or name.startswith(("__gnu_cxx", "__cxxabiv1", "operator ", "typeinfo", "vtable", "__cxa", "__gxx", "_Unwind")):
+        who = "C++ library"
+    else:
+        who = "C library and the rest"
+    owner[who] += size
+print(", ".join("%s %d" % (k, v) for k, v in owner.most_common() if k not in ("kernels", "embedded files")))
+'
+}
+
+sizes() {  # sizes MACHINE DIR MODEL
+  local machine=$1 dir=$2 model=$3
+  local runner empty kernels params graph beyond nm strip
+  nm=$(cache "$dir" CMAKE_NM)
+  strip=$(cache "$dir" CMAKE_STRIP)
+  "$strip" -o "$dir/footprint_runner.stripped" "$dir/footprint_runner"
+  "$strip" -o "$dir/footprint_empty.stripped" "$dir/footprint_empty"
+  runner=$(stat -c %s "$dir/footprint_runner.stripped")
+  empty=$(stat -c %s "$dir/footprint_empty.stripped")
+  kernels=$(kernel_bytes "$model" "${nm%nm}size")  # binutils' size beside the toolchain's nm
+  params=$(stat -c %s "$model/static/params.bin")
+  graph=$(stat -c %s "$model/static/graph.json")
+  beyond=$((runner - kernels - params - graph))
+  echo "footprint size ($machine, -Os, static, --gc-sections, stripped), model $(basename "$model"):"
+  echo "  runner file                              $runner bytes"
+  echo "  its kernels (text+data), params, graph   $kernels + $params + $graph bytes"
+  echo "  runner beyond kernels, params and graph  $beyond bytes ($((beyond / 1024)) KiB; goal <= 300 KiB: $([ $beyond -le $((300 * 1024)) ] && echo met || echo NOT met))"
+  echo "  empty static C++ program (baseline)      $empty bytes"
+  echo "  gexec's part (beyond, less the empty)    $((beyond - empty)) bytes ($(awk -v a="$beyond" -v b="$empty" 'BEGIN { printf "%.2f", a / b }')x the empty program in all)"
+  echo "  the runner's symbols by owner (bytes):   $(owners "$nm" "$dir/footprint_runner")"
+}
+
+startup() {  # startup LABEL COMMAND...: median ms from exec to the first output line
+  python3 - "$@" <<'PY'
+import statistics, subprocess, sys, time
+label, cmd = sys.argv[1], sys.argv[2:]
+times = []
+for _ in range(20):
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, env={})
+    p.stdout.readline()
+    times.append((time.perf_counter() - t0) * 1000)
+    p.communicate()
+    if p.returncode != 0:
+        sys.exit("%s exited with %d" % (label, p.returncode))
+print("%s %.3f" % (label, statistics.median(times)))
+PY
+}
+
+build "$out/x86_64" "$x86_model"
+sizes x86-64 "$out/x86_64" "$x86_model"
+
+tvm_runtime=$(ls "$src"/build/conformance/venv/lib/python3*/site-packages/tvm/libtvm_runtime.so 2>/dev/null | head -1 || true)
+beyond_x86=$(( $(stat -c %s "$out/x86_64/footprint_runner.stripped") - $(kernel_bytes "$x86_model" size) - $(stat -c %s "$x86_model/static/params.bin") - $(stat -c %s "$x86_model/static/graph.json") ))
+if [ -n "$tvm_runtime" ]; then
+  tvm_bytes=$(stat -c %s "$tvm_runtime")
+  echo "  baseline: TVM's libtvm_runtime.so (TVM 0.16.dev0 from hhb-tvm, x86-64, shared, needs libc/libstdc++ besides): $tvm_bytes bytes;" \
+       "the static runner beyond its model is $(awk -v a="$beyond_x86" -v b="$tvm_bytes" 'BEGIN { printf "%.3f", a / b }')x that"
+fi
+
+echo "footprint memory (x86-64, native), model $(basename "$x86_model"):"
+read -r _ params _ storage _ rss _ load_ms _ run_ms < <("$out/x86_64/footprint_runner" | sed -n 2p)
+read -r _ _ _ _ _ empty_rss _ _ _ _ < <("$out/x86_64/footprint_empty" | sed -n 2p)
+echo "  embedded parameter blob $params bytes; executor storage (parameters and activations as the graph plans them) $storage bytes"
+echo "  peak resident set $rss KiB: $(awk -v r="$rss" -v m="$((storage / 1024))" 'BEGIN { printf "%.2f", r / m }')x the executor's storage;" \
+     "the empty program's: $empty_rss KiB (the embedded blob and the copy load_params parses from it are resident too)"
+
+echo "footprint start-up (x86-64, native), exec to the first output line, median of 20:"
+runner_ms=$(startup runner "$out/x86_64/footprint_runner" | cut -d' ' -f2)
+empty_ms=$(startup empty "$out/x86_64/footprint_empty" | cut -d' ' -f2)
+echo "  runner $runner_ms ms, empty program $empty_ms ms ($(awk -v a="$runner_ms" -v b="$empty_ms" 'BEGIN { printf "%.1f", a / b }')x);" \
+     "inside the runner: create + load_params $load_ms ms, the first run() $run_ms ms"
+
+if [ -n "$arm_model" ]; then
+  build "$out/aarch64" "$arm_model" -DCMAKE_TOOLCHAIN_FILE="$src/cmake/toolchains/aarch64-linux-gnu.cmake"
+  sizes aarch64 "$out/aarch64" "$arm_model"
+  qemu=$(cache "$out/aarch64" GEXEC_QEMU)
+  arm_output=$(env -i "$qemu" "$out/aarch64/footprint_runner")
+  [[ $arm_output == "first output: "* ]] || { echo "the aarch64 runner failed under qemu" >&2; exit 1; }
+  echo "  (it runs under $(basename "$qemu"); start-up and memory under an emulator say nothing of a board, so none are given)"
+fi

@@ -1,0 +1,99 @@
+# gexec_add_model(<target> <name> <graph.json> <params.bin> <kernels.tar>)
+#
+# Links a TVM-compiled model into <target>, for a program that needs no file but itself:
+#   - <graph.json> and <params.bin> are embedded in the binary (assembler .incbin, so the
+#     bytes are never turned into C source), read back through the generated header
+#     <gexec_models/<name>.hpp>:
+#       gexec_models::<name>::graph_json()  -> std::string_view
+#       gexec_models::<name>::params()      -> std::span<const std::byte>
+#   - <kernels.tar> is what TVM's export_library writes for a system library
+#     (relay.build with Runtime("cpp", {"system-lib": True}), then
+#     lib.get_lib().export_library("kernels.tar")): its object files are linked in whole,
+#     so their constructors register the kernels with gexec before main();
+#     gexec::system_lib (<gexec/packed_c/system_lib.hpp>) binds the graph to them.
+# <name> must be a C identifier. Relative paths are taken from the current source dir.
+#
+# gexec_embed_file(<target> <symbol> <file>) embeds one more file the same way, read
+# back through <gexec_models/<symbol>.hpp> as gexec_models::<symbol>::bytes().
+include_guard(GLOBAL)
+
+function(_gexec_embed _target _name)  # _gexec_embed(target name [key file]...)
+  set(_dir ${CMAKE_CURRENT_BINARY_DIR}/gexec_models)
+  set(_asm "")
+  set(_decls "")
+  set(_files "")
+  set(_pairs ${ARGN})
+  while(_pairs)
+    list(POP_FRONT _pairs _key _file)
+    get_filename_component(_file "${_file}" ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+    list(APPEND _files ${_file})
+    set(_sym gexec_embedded_${_name}_${_key})
+    string(APPEND _asm "    \".global ${_sym}_begin\\n.global ${_sym}_end\\n.balign 64\\n${_sym}_begin:\\n\"\n"
+                       "    \".incbin \\\"${_file}\\\"\\n${_sym}_end:\\n.byte 0\\n\"\n")
+    string(APPEND _decls "extern \"C\" const char ${_sym}_begin[];\nextern \"C\" const char ${_sym}_end[];\n")
+  endwhile()
+  file(CONFIGURE OUTPUT ${_dir}/${_name}.cpp CONTENT "// Made by gexec_add_model/gexec_embed_file: the bytes of ${_files}.
+#include \"gexec_models/${_name}.hpp\"
+__asm__(\".section .rodata.gexec_embedded_${_name},\\\"a\\\"\\n\"
+${_asm}    \".previous\\n\");
+" @ONLY)
+  set_source_files_properties(${_dir}/${_name}.cpp PROPERTIES OBJECT_DEPENDS "${_files}")
+  target_sources(${_target} PRIVATE ${_dir}/${_name}.cpp)
+  target_include_directories(${_target} PRIVATE ${_dir}/include)
+  set(GEXEC_EMBED_DECLS "${_decls}" PARENT_SCOPE)
+endfunction()
+
+function(gexec_embed_file _target _symbol _file)
+  _gexec_embed(${_target} ${_symbol} bytes ${_file})
+  set(_sym gexec_embedded_${_symbol}_bytes)
+  file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/gexec_models/include/gexec_models/${_symbol}.hpp CONTENT "#pragma once
+// Made by gexec_embed_file: the bytes of ${_file}, embedded in the program.
+#include <cstddef>
+#include <span>
+${GEXEC_EMBED_DECLS}
+namespace gexec_models::${_symbol} {
+inline std::span<const std::byte> bytes() noexcept {
+  return {reinterpret_cast<const std::byte*>(${_sym}_begin), static_cast<std::size_t>(${_sym}_end - ${_sym}_begin)};
+}
+}  // namespace gexec_models::${_symbol}
+" @ONLY)
+endfunction()
+
+function(gexec_add_model _target _name _graph _params _kernels)
+  if(NOT _name MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
+    message(FATAL_ERROR "gexec_add_model: the model name \"${_name}\" is not a C identifier")
+  endif()
+  _gexec_embed(${_target} ${_name} graph ${_graph} params ${_params})
+  set(_graph_sym gexec_embedded_${_name}_graph)
+  set(_params_sym gexec_embedded_${_name}_params)
+  file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/gexec_models/include/gexec_models/${_name}.hpp CONTENT "#pragma once
+// Made by gexec_add_model: model ${_name}, its graph and parameters embedded in the
+// program and its kernels linked in (gexec::system_lib binds them).
+#include <cstddef>
+#include <span>
+#include <string_view>
+${GEXEC_EMBED_DECLS}
+namespace gexec_models::${_name} {
+inline std::string_view graph_json() noexcept {
+  return {${_graph_sym}_begin, static_cast<std::size_t>(${_graph_sym}_end - ${_graph_sym}_begin)};
+}
+inline std::span<const std::byte> params() noexcept {
+  return {reinterpret_cast<const std::byte*>(${_params_sym}_begin), static_cast<std::size_t>(${_params_sym}_end - ${_params_sym}_begin)};
+}
+}  // namespace gexec_models::${_name}
+" @ONLY)
+
+  # The kernels: the .tar's objects, archived at build time and linked in whole (nothing
+  # refers to them by name; their constructors register them).
+  get_filename_component(_kernels "${_kernels}" ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+  set(_archive ${CMAKE_CURRENT_BINARY_DIR}/gexec_models/${_name}/libkernels.a)
+  add_custom_command(OUTPUT ${_archive}
+    COMMAND ${CMAKE_COMMAND} -DTAR=${_kernels} -DARCHIVE=${_archive} -DAR=${CMAKE_AR} -P ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/gexecKernelArchive.cmake
+    DEPENDS ${_kernels} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/gexecKernelArchive.cmake
+    COMMENT "gexec: kernels of model ${_name} from ${_kernels}" VERBATIM)
+  add_custom_target(${_target}_${_name}_kernels DEPENDS ${_archive})
+  add_dependencies(${_target} ${_target}_${_name}_kernels)
+  target_link_options(${_target} PRIVATE "LINKER:--whole-archive" ${_archive} "LINKER:--no-whole-archive")
+  set_property(TARGET ${_target} APPEND PROPERTY LINK_DEPENDS ${_archive})
+  target_link_libraries(${_target} PRIVATE m)
+endfunction()
