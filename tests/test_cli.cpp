@@ -393,6 +393,51 @@ TEST_CASE("--dump-dir writes every node's output as the node left it") {
   for (std::size_t i = 0; i < 3; ++i) CHECK(soft[i] == doctest::Approx(want[i]));
 }
 
+TEST_CASE("--compare-dump: every node against a dump in TVM's layout, inputs from it, exit 2 at the first divergence") {
+  const fs::path dir = scratch("compare_dump");
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  const auto params = gexec::load_param_dict_file(params_file);
+  const auto w1 = values_of(params.at("w1"));
+  std::vector<float> dense1(8);
+  for (std::size_t i = 0; i < 8; ++i)
+    for (std::size_t k = 0; k < 4; ++k) dense1[i] += w1[i * 4 + k] * x[k];
+  // TVM's debug executor keeps every node; this dump leaves relu1 and dense2 out.
+  auto write = [&](const fs::path& root, const std::vector<float>& d1) {
+    gexec::param_dict dump;
+    dump.set("x____topo-index:0____output-num:0", tensor({1, 4}, x));
+    dump.set("w1____topo-index:1____output-num:0", params.at("w1"));
+    dump.set("w2____topo-index:2____output-num:0", params.at("w2"));
+    dump.set("dense1____topo-index:3____output-num:0", tensor({1, 8}, d1));
+    dump.set("softmax____topo-index:6____output-num:0", tensor({1, 3}, mlp(x)));
+    fs::create_directories(root / "_tvmdbg_device_CPU_0");
+    gexec::save_param_dict_file(dump, root / "_tvmdbg_device_CPU_0" / "output_tensors.params");
+  };
+  write(dir / "same", dense1);
+  const result a = run_cli(split + " --compare-dump " + (dir / "same").string() + " --atol 1e-5");
+  CHECK(a.status == 0);
+  CHECK(has(a, "input x: from the dump"));
+  CHECK(has(a, "5 of 7 node outputs within the tolerance, 2 not in the dump"));
+  CHECK(has(a, "MATCH: every node the dump holds agrees"));
+  check_close(printed(a, "softmax:0"), mlp(x));
+
+  auto changed = dense1;
+  changed[5] += 0.25f;
+  write(dir / "changed", changed);
+  const result b = run_cli(split + " -i x=0.5,-1,2,0.25 --compare-dump " + (dir / "changed").string() + " --atol 1e-5");
+  CHECK(b.status == 2);
+  CHECK(!has(b, "from the dump"));
+  CHECK(has(b, "FIRST DIVERGENCE at node 3 (dense1), output 0: float32[1, 8]"));
+  CHECK(has(b, "function: test_dense"));
+  CHECK(has(b, "input: x:0 float32[1, 4]"));
+  CHECK(has(b, "input: w1:0 float32[8, 4]"));
+  CHECK(has(b, "1 of 8 elements beyond atol 1e-05 rtol 0, the first at flat index 5; max abs diff 0.25"));
+  CHECK(run_cli(split + " --compare-dump " + (dir / "changed").string() + " --atol 0.3").status == 0);
+
+  const result c = run_cli(split + " --compare-dump " + (dir / "none").string());
+  CHECK(c.status == 1);
+  CHECK(has(c, "no such file or directory"));
+}
+
 TEST_CASE("--threads, --device, --policy and --progress") {
   const auto want = mlp({1, 1, 1, 1});
   check_close(printed(run_cli(split + " -i x=1 --threads 2"), "softmax:0"), want);

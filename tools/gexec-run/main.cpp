@@ -5,9 +5,10 @@
 //   gexec-run model.so --zero-missing --benchmark --repeat 20 --min-repeat-ms 100
 //   gexec-run model.so --input data=@x.npy --profile --trace trace.json --dump-dir nodes/
 //   gexec-run model.so --info --dot graph.dot
+//   gexec-run --graph graph.json --lib lib.so --params params.bin --compare-dump tvmdbg/ --atol 1e-5
 //
 // Exit status: 0 on success, 1 for any error (bad arguments, bad files, a failing
-// kernel), 2 when an output differs from --expected.
+// kernel), 2 when an output differs from --expected or a node from --compare-dump's dump.
 
 #include <gexec/contrib/sort.hpp>
 #include <gexec/cuda.hpp>
@@ -42,7 +43,7 @@ struct options {
   std::string model, graph, lib, params;
   std::vector<std::string> inputs, expected;
   bool zero_missing = false;
-  std::string output_dir, dump_dir, trace, dot;
+  std::string output_dir, dump_dir, trace, dot, compare_dump;
   bool info = false, bench = false, profile = false;
   int repeat = 5, number = 1, min_repeat_ms = 0, cooldown_ms = 0, repeats_to_cooldown = 1;
   int threads = 0;
@@ -244,7 +245,9 @@ gexec::ndarray read_tensor(const std::string& value, const gexec::tensor_info& i
   return gexec_run::parse_values(value, info.shape, info.dtype, what);
 }
 
-void set_inputs(const options& o, loaded& l) {
+/// Sets the inputs given with --input; those not given come from `dump` (TVM's dump of the
+/// run compared with) where it holds them, else are zeros with --zero-missing, else an error.
+void set_inputs(const options& o, loaded& l, const gexec::param_dict* dump = nullptr) {
   const auto infos = l.ex().get_input_info();  // the inputs that are not parameters
   std::vector<bool> given(infos.size(), false);
   for (const std::string& spec : o.inputs) {
@@ -253,6 +256,15 @@ void set_inputs(const options& o, loaded& l) {
     if (given[i]) fail("--input " + name + ": input " + infos[i].name + " is given twice; give each input once");
     l.ex().set_input(infos[i].name, read_tensor(value, infos[i], "--input " + name));
     given[i] = true;
+  }
+  if (dump != nullptr) {
+    std::vector<std::string> skip;
+    for (std::size_t i = 0; i < infos.size(); ++i)
+      if (given[i]) skip.push_back(infos[i].name);
+    for (const std::string& name : gexec::set_inputs_from_dump(l.ex(), *dump, skip)) {
+      given[static_cast<std::size_t>(find_named(infos, name, "--compare-dump", "input"))] = true;
+      std::cout << "input " << name << ": from the dump\n";
+    }
   }
   std::string missing;
   for (std::size_t i = 0; i < infos.size(); ++i)
@@ -329,6 +341,25 @@ bool check_expected(const std::string& spec, loaded& l, const options& o) {
 
 // ---- modes ------------------------------------------------------------------------------
 
+/// --compare-dump: every node's outputs against TVM's dump, as a table in graph order, then
+/// the first node beyond the tolerance in detail; false when there is one.
+bool compare_with_dump(const options& o, loaded& l, const gexec::param_dict& dump, const fs::path& file) {
+  gexec::dump_comparison c = gexec::compare_dump(l.ex(), dump, {.atol = o.atol, .rtol = o.rtol});
+  c.file = file;
+  std::cout << "every node's outputs against " << file.string() << " (atol " << o.atol << ", rtol " << o.rtol << "):\n" << c.table();
+  std::size_t within = 0;
+  for (const auto& n : c.nodes) within += n.within() ? 1 : 0;
+  std::cout << within << " of " << c.nodes.size() << " node outputs within the tolerance";
+  if (c.missing) std::cout << ", " << c.missing << " not in the dump";
+  std::cout << '\n';
+  if (const gexec::node_comparison* first = c.first_divergence()) {
+    std::cout << "FIRST DIVERGENCE at " << c.describe(*first);
+    return false;
+  }
+  std::cout << "MATCH: every node the dump holds agrees\n";
+  return true;
+}
+
 void print_info(const options& o, const loaded& l) {
   const gexec::graph& g = l.ex().get_graph();
   std::cout << "inputs:\n";
@@ -403,7 +434,15 @@ int run(const options& o) {
     print_info(o, l);
     return 0;
   }
-  set_inputs(o, l);
+  std::optional<gexec::param_dict> dump;
+  fs::path dump_file;
+  if (!o.compare_dump.empty()) {
+    dump_file = gexec::find_dump_file(o.compare_dump);
+    dump = gexec::load_param_dict_file(dump_file);
+  }
+  set_inputs(o, l, dump ? &*dump : nullptr);
+  bool matched = true;
+  if (dump) matched = compare_with_dump(o, l, *dump, dump_file);
   gexec::no_observer none;
   run_with_policy(o, l.ex(), none);
   const auto outputs = l.ex().get_output_info();
@@ -416,7 +455,6 @@ int run(const options& o) {
       std::cout << "wrote output " << i << " (" << outputs[static_cast<std::size_t>(i)].name << ") to " << file.string() << '\n';
     }
   }
-  bool matched = true;
   for (const std::string& spec : o.expected) matched = check_expected(spec, l, o) && matched;
 
   if (!o.dump_dir.empty()) {
@@ -463,8 +501,8 @@ int main(int argc, char** argv) {
   app.add_flag("--zero-missing", o.zero_missing, "run inputs that were not given as zeros (otherwise they are an error)")->group("Inputs and outputs");
   app.add_option("-o,--output-dir", o.output_dir, "write each output as DIR/output_<i>.npy")->group("Inputs and outputs");
   app.add_option("--expected", o.expected, "NAME=@file.npy: compare output NAME (or index) with the file; exit 2 on mismatch")->group("Inputs and outputs");
-  app.add_option("--atol", o.atol, "absolute tolerance for --expected (default 1e-4)")->group("Inputs and outputs");
-  app.add_option("--rtol", o.rtol, "relative tolerance for --expected (default 0)")->group("Inputs and outputs");
+  app.add_option("--atol", o.atol, "absolute tolerance for --expected and --compare-dump (default 1e-4)")->group("Inputs and outputs");
+  app.add_option("--rtol", o.rtol, "relative tolerance for --expected and --compare-dump (default 0)")->group("Inputs and outputs");
   app.add_option("--print-limit", o.print_limit, "elements of each output printed (default 16; -1 for all)")->group("Inputs and outputs");
   app.add_flag("--info", o.info, "print the model's inputs, outputs, parameters and functions, and exit")->group("Inspect");
   app.add_option("--dot", o.dot, "write the graph for Graphviz to FILE")->group("Inspect");
@@ -476,6 +514,10 @@ int main(int argc, char** argv) {
   app.add_option("--repeats-to-cooldown", o.repeats_to_cooldown, "measurements between pauses (default 1)")->group("Measure");
   app.add_flag("--profile", o.profile, "per-node table as TVM's debug executor printed it, with per-function totals")->group("Measure");
   app.add_option("--trace", o.trace, "write a Chrome trace (Perfetto) of --repeat runs to FILE")->group("Measure");
+  app.add_option("--compare-dump", o.compare_dump,
+                 "compare every node's outputs with TVM's debug executor's dump (its dump_root, or the _tvmdbg_device_* folder in it) "
+                 "within --atol/--rtol; inputs not given come from the dump; exit 2 at a divergence")
+      ->group("Measure");
   app.add_option("--dump-dir", o.dump_dir, "write every node's outputs as DIR/<node>_<name>_<i>.npy")->group("Measure");
   app.add_option("--threads", o.threads, "threads of the kernels' thread pool (default: the cores this process may use)")->group("Execution");
   app.add_option("--device", o.device, "device to run on: cpu[:N] or cuda[:N] (default cpu); a graph that places entries on the host runs them there")->group("Execution");
