@@ -438,6 +438,40 @@ TEST_CASE("--compare-dump: every node against a dump in TVM's layout, inputs fro
   CHECK(has(c, "no such file or directory"));
 }
 
+TEST_CASE("--convert-params: TVM's blob to .safetensors and back bit for bit; --params reads either") {
+  const fs::path dir = scratch("convert");
+  const std::string st = (dir / "mlp.safetensors").string(), back = (dir / "mlp.params").string();
+  const result a = run_cli(" --convert-params " + params_file + " " + st);
+  CHECK(a.status == 0);
+  CHECK(has(a, "wrote 2 tensors (224 bytes) to " + st + " as .safetensors"));
+  std::ifstream f(st, std::ios::binary);
+  char first[9];
+  f.read(first, 9);
+  CHECK(first[8] == '{');  // the format's JSON header, not TVM's magic
+  CHECK(run_cli(" --convert-params " + st + " " + back).status == 0);
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  CHECK(bytes(back) == bytes(params_file));
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  const result r = run_cli(" -g " + graph_file + " -l " + GEXEC_TEST_KERNELS + " -p " + st + " -i x=0.5,-1,2,0.25");
+  CHECK(r.status == 0);
+  check_close(printed(r, "softmax:0"), mlp(x));
+
+  CHECK(has(run_cli(" --convert-params " + st), "--convert-params: At least 2 required but received 1"));
+  const result same = run_cli(" --convert-params " + st + " " + st);
+  CHECK(same.status == 1);
+  CHECK(has(same, "is the input"));
+  const result mixed = run_cli(split + " --convert-params " + st + " " + back);
+  CHECK(mixed.status == 1);
+  CHECK(has(mixed, "give it alone"));
+  std::ofstream(dir / "bad.safetensors", std::ios::binary) << std::string("\x15\0\0\0\0\0\0\0{\"w\":{\"dtype\":\"C64\"}}", 29);
+  const result bad = run_cli(" --convert-params " + (dir / "bad.safetensors").string() + " " + back);
+  CHECK(bad.status == 1);
+  CHECK(has(bad, "at byte 9: tensor \"w\""));
+}
+
 TEST_CASE("--threads, --device, --policy and --progress") {
   const auto want = mlp({1, 1, 1, 1});
   check_close(printed(run_cli(split + " -i x=1 --threads 2"), "softmax:0"), want);

@@ -5,6 +5,7 @@
 //   gexec-run model.so --zero-missing --benchmark --repeat 20 --min-repeat-ms 100
 //   gexec-run model.so --input data=@x.npy --profile --trace trace.json --dump-dir nodes/
 //   gexec-run model.so --info --dot graph.dot
+//   gexec-run --convert-params params.bin params.safetensors
 //   gexec-run --graph graph.json --lib lib.so --params params.bin --compare-dump tvmdbg/ --atol 1e-5
 //
 // Exit status: 0 on success, 1 for any error (bad arguments, bad files, a failing
@@ -44,6 +45,7 @@ struct options {
   std::vector<std::string> inputs, expected;
   bool zero_missing = false;
   std::string output_dir, dump_dir, trace, dot, compare_dump;
+  std::vector<std::string> convert_params;
   bool info = false, bench = false, profile = false;
   int repeat = 5, number = 1, min_repeat_ms = 0, cooldown_ms = 0, repeats_to_cooldown = 1;
   int threads = 0;
@@ -415,7 +417,29 @@ void benchmark(const options& o, executor_type& ex) {
               r.mean * 1e6, r.median * 1e6, r.std * 1e6, r.min * 1e6, r.max * 1e6, percentile(90) * 1e6, percentile(99) * 1e6);
 }
 
+/// --convert-params IN OUT: TVM's blob to .safetensors or back (by OUT's extension), the
+/// tensors' names, order, dtypes, shapes and bytes kept.
+int convert_params(const options& o) {
+  const fs::path in = o.convert_params.at(0), out = o.convert_params.at(1);
+  const gexec::param_dict params = gexec::load_param_dict_file(in);
+  std::error_code ec;
+  if (fs::equivalent(in, out, ec)) fail("--convert-params: the output " + out.string() + " is the input");
+  const bool safetensors = out.extension() == ".safetensors";
+  if (safetensors) gexec::save_safetensors_file(params, out);
+  else gexec::save_param_dict_file(params, out);
+  std::uint64_t bytes = 0;
+  for (const auto& [name, value] : params) bytes += value.byte_size();
+  std::cout << "wrote " << params.size() << " tensors (" << bytes << " bytes) to " << out.string() << " as "
+            << (safetensors ? ".safetensors" : "TVM's parameter blob") << '\n';
+  return 0;
+}
+
 int run(const options& o) {
+  if (!o.convert_params.empty()) {
+    if (!o.model.empty() || !o.graph.empty() || !o.lib.empty() || !o.params.empty())
+      fail("--convert-params converts a parameter file and runs nothing: give it alone");
+    return convert_params(o);
+  }
   const bool split = !o.graph.empty() || !o.lib.empty() || !o.params.empty();
   if (o.model.empty() == !split) fail("give either a single-file MODEL.so, or --graph and --lib (and --params), not both");
   if (split && (o.graph.empty() || o.lib.empty())) fail("--graph and --lib go together (with --params when the model has parameters)");
@@ -495,7 +519,11 @@ int main(int argc, char** argv) {
   auto* model_group = "Model (split form)";
   app.add_option("-g,--graph", o.graph, "graph JSON")->group(model_group);
   app.add_option("-l,--lib", o.lib, "kernel library (.so)")->group(model_group);
-  app.add_option("-p,--params", o.params, "parameter blob (tvm.runtime.save_param_dict)")->group(model_group);
+  app.add_option("-p,--params", o.params, "parameters: TVM's blob (tvm.runtime.save_param_dict) or a .safetensors file")->group(model_group);
+  app.add_option("--convert-params", o.convert_params,
+                 "IN OUT: convert parameters between TVM's blob and .safetensors (OUT's extension decides), bit for bit, and exit")
+      ->expected(2)
+      ->group(model_group);
   app.add_option("-i,--input", o.inputs, "input NAME=v1,v2,... (by the input's dtype; one value fills the tensor) or NAME=@file.npy")
       ->group("Inputs and outputs");
   app.add_flag("--zero-missing", o.zero_missing, "run inputs that were not given as zeros (otherwise they are an error)")->group("Inputs and outputs");
