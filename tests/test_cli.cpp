@@ -4,6 +4,7 @@
 
 #include <gexec/executor.hpp>
 #include <gexec/npy.hpp>
+#include <gexec/npz.hpp>
 
 #include "../tools/gexec-run/values.hpp"
 #include "test_support.hpp"
@@ -15,6 +16,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -165,7 +167,7 @@ TEST_CASE("bad --input values are errors naming the input and the value") {
                                        {"x=1e999,1,1,1", "value 0 \"1e999\" is out of range"},
                                        {"y=1", "--input y: the model has no input of that name or index (inputs: x)"},
                                        {"w1=1", "no input of that name"},
-                                       {"x", "expected NAME=VALUES or NAME=@FILE.npy"},
+                                       {"x", "expected NAME=VALUES, NAME=@FILE.npy, NAME=@FILE.bin or @FILE.npz"},
                                        {"=1", "expected NAME=VALUES"},
                                        {"x=@/nonexistent.npy", "/nonexistent.npy"}}) {
     const result r = run_cli(split + " -i '" + c.arg + "'");
@@ -470,6 +472,100 @@ TEST_CASE("--convert-params: TVM's blob to .safetensors and back bit for bit; --
   const result bad = run_cli(" --convert-params " + (dir / "bad.safetensors").string() + " " + back);
   CHECK(bad.status == 1);
   CHECK(has(bad, "at byte 9: tensor \"w\""));
+}
+
+TEST_CASE("inputs from one .npz or raw .bin files, outputs to one .npz named by the graph") {
+  const fs::path dir = scratch("npz");
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  std::ofstream(dir / "x.bin", std::ios::binary).write(reinterpret_cast<const char*>(x.data()), 16);
+  const result raw = run_cli(split + " -i x=@" + (dir / "x.bin").string() + " --output " + (dir / "out.npz").string());
+  CHECK(raw.status == 0);
+  check_close(printed(raw, "softmax:0"), mlp(x));
+  CHECK(has(raw, "wrote 1 outputs to " + (dir / "out.npz").string() + " (softmax)"));
+  const auto out = gexec::load_npz_file(dir / "out.npz");
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].first == "softmax");
+  const auto want = mlp(x);
+  const auto got = values_of(out[0].second);
+  REQUIRE(got.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+
+  std::ofstream(dir / "in.npz", std::ios::binary) << gexec::save_npz({{"x", tensor({1, 4}, x)}});
+  const result npz = run_cli(split + " -i @" + (dir / "in.npz").string());
+  CHECK(npz.status == 0);
+  check_close(printed(npz, "softmax:0"), mlp(x));
+  std::ofstream(dir / "wrong.npz", std::ios::binary) << gexec::save_npz({{"y", tensor({1, 4}, x)}});
+  CHECK(has(run_cli(split + " -i @" + (dir / "wrong.npz").string()), "no input of that name or index (inputs: x)"));
+  std::ofstream(dir / "shape.npz", std::ios::binary) << gexec::save_npz({{"x", tensor({4}, x)}});
+  CHECK(has(run_cli(split + " -i @" + (dir / "shape.npz").string()), "x has shape [4], the model wants [1, 4]"));
+  std::ofstream(dir / "short.bin", std::ios::binary) << "abc";
+  CHECK(has(run_cli(split + " -i x=@" + (dir / "short.bin").string()), "holds 3 bytes; the model's float32[1, 4] takes 16"));
+  CHECK(has(run_cli(split + " -i x=1 --output " + (dir / "out.npy").string()), "name it FILE.npz"));
+}
+
+TEST_CASE("--expected by plain name or index, checked before the run; --zero-missing never fills weights; the progress bar on stderr") {
+  const fs::path dir = scratch("friction");
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  gexec::save_npy_file(dir / "want.npy", tensor({1, 3}, mlp(x)));
+  for (const std::string name : {"softmax", "softmax:0", "0"}) {
+    const result r = run_cli(split + " -i x=0.5,-1,2,0.25 --atol 1e-6 --expected " + name + "=@" + (dir / "want.npy").string());
+    CHECK(r.status == 0);
+    CHECK(has(r, "MATCH output 0 (softmax:0)"));
+  }
+  const result unknown = run_cli(split + " -i x=0.5,-1,2,0.25 --expected soft=@" + (dir / "want.npy").string());
+  CHECK(unknown.status == 1);
+  CHECK(has(unknown, "--expected soft: the model has no output of that name or index (outputs: softmax:0)"));
+  CHECK(!has(unknown, "softmax:0: float32"));  // refused before the run
+  const result missing_file = run_cli(split + " -i x=1 --expected 0=@" + (dir / "none.npy").string());
+  CHECK(missing_file.status == 1);
+  CHECK(!has(missing_file, "softmax:0: float32"));
+
+  // a split model without --params: its weights are not zero-filled, and the error names --params
+  const std::string no_params = " -g " + graph_file + " -l " + GEXEC_TEST_KERNELS;
+  for (const std::string extra : {"", " --zero-missing"}) {
+    const result r = run_cli(no_params + " -i x=1" + extra);
+    CHECK(r.status == 1);
+    CHECK(has(r, "no value given for input w1"));
+    CHECK(has(r, "--params FILE"));
+    CHECK(!has(r, "softmax:0: float32"));
+  }
+  // with --params, --zero-missing fills the input
+  check_close(printed(run_cli(split + " --zero-missing"), "softmax:0"), mlp({0, 0, 0, 0}));
+
+  // the bar goes to stderr only
+  const std::string cmd = std::string(GEXEC_RUN) + split + " -i x=1 --progress always 2>" + (dir / "err.txt").string();
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  CHECK(::pclose(p) == 0);
+  CHECK(out.find("loading") == std::string::npos);
+  CHECK(out.find("softmax:0: float32[1, 3]") != std::string::npos);
+  std::ifstream err(dir / "err.txt");
+  const std::string err_text((std::istreambuf_iterator<char>(err)), {});
+  CHECK(err_text.find("loading params.bin [##############################] 100%") != std::string::npos);
+}
+
+TEST_CASE("--dump-dir names sort in graph order: indices zero-padded") {
+  const fs::path dir = scratch("dump_order");
+  gexec::graph_builder b;
+  auto v = b.input("x", {2});
+  for (int i = 0; i < 11; ++i) v = b.op("inc" + std::to_string(i), "test_add_one", {v}, {{{2}}});
+  b.output(v);
+  std::ofstream(dir / "chain.json") << gexec::to_json(b.build());
+  const result r = run_cli(" -g " + (dir / "chain.json").string() + " -l " + GEXEC_TEST_KERNELS + " -i x=0.5 --dump-dir " + (dir / "nodes").string());
+  CHECK(r.status == 0);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir / "nodes")) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  REQUIRE(names.size() == 12);
+  CHECK(names.front() == "00_x_0.npy");
+  CHECK(names[1] == "01_inc0_0.npy");
+  CHECK(names[10] == "10_inc9_0.npy");
+  CHECK(names.back() == "11_inc10_0.npy");
+  for (std::size_t i = 0; i < names.size(); ++i)  // node i holds 0.5 + i
+    CHECK(values_of(gexec::load_npy_file(dir / "nodes" / names[i])) == std::vector<float>{0.5f + static_cast<float>(i), 0.5f + static_cast<float>(i)});
 }
 
 TEST_CASE("--threads, --device, --policy and --progress") {

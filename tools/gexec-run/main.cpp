@@ -3,6 +3,7 @@
 //   gexec-run model.so --input data=@image.npy --output-dir out/
 //   gexec-run --graph graph.json --lib lib.so --params params.bin --input x=0.5,-1,2,0.25
 //   gexec-run model.so --zero-missing --benchmark --repeat 20 --min-repeat-ms 100
+//   gexec-run model.so -i @inputs.npz --output outputs.npz
 //   gexec-run model.so --input data=@x.npy --profile --trace trace.json --dump-dir nodes/
 //   gexec-run model.so --info --dot graph.dot
 //   gexec-run --convert-params params.bin params.safetensors
@@ -16,6 +17,7 @@
 #include <gexec/debug.hpp>
 #include <gexec/executor.hpp>
 #include <gexec/npy.hpp>
+#include <gexec/npz.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -44,7 +46,7 @@ struct options {
   std::string model, graph, lib, params;
   std::vector<std::string> inputs, expected;
   bool zero_missing = false;
-  std::string output_dir, dump_dir, trace, dot, compare_dump;
+  std::string output_dir, output_file, dump_dir, trace, dot, compare_dump;
   std::vector<std::string> convert_params;
   bool info = false, bench = false, profile = false;
   int repeat = 5, number = 1, min_repeat_ms = 0, cooldown_ms = 0, repeats_to_cooldown = 1;
@@ -61,7 +63,8 @@ struct options {
 
 // ---- loading, with a progress bar on long reads ---------------------------------------
 
-/// Draws "label [#####     ]  52%" on stdout, redrawn in place, for reads of large files.
+/// Draws "label [#####     ]  52%" on stderr, redrawn in place, for reads of large files:
+/// never mixed into the results on stdout.
 class progress_bar {
  public:
   progress_bar(std::string label, std::uint64_t total, bool shown) : label_(std::move(label)), total_(total), shown_(shown) {}
@@ -73,13 +76,13 @@ class progress_bar {
     if (percent == last_) return;
     last_ = percent;
     const int filled = percent * 30 / 100;
-    std::printf("\r%s [%s%s] %3d%%", label_.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
+    std::fprintf(stderr, "\r%s [%s%s] %3d%%", label_.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
                 std::string(static_cast<std::size_t>(30 - filled), ' ').c_str(), percent);
-    std::fflush(stdout);
+    std::fflush(stderr);
   }
   void finish() {
-    if (shown_ && last_ >= 0) std::printf("\r%s\r", std::string(label_.size() + 38, ' ').c_str());
-    std::fflush(stdout);
+    if (shown_ && last_ >= 0) std::fprintf(stderr, "\r%s\r", std::string(label_.size() + 38, ' ').c_str());
+    std::fflush(stderr);
   }
 
  private:
@@ -89,8 +92,8 @@ class progress_bar {
   int last_ = -1;
 };
 
-/// A load_progress that draws a bar for `path` when `progress` says so ("auto": on a
-/// terminal, for files of 32 MiB or more); the bar is cleared when the load ends.
+/// A load_progress that draws a bar for `path` when `progress` says so ("auto": when
+/// stderr is a terminal, for files of 32 MiB or more); the bar is cleared when the load ends.
 struct file_progress {
   progress_bar bar;
   gexec::load_progress callback;
@@ -109,7 +112,7 @@ struct file_progress {
     return ec ? 0 : size;
   }
   static bool shown(const fs::path& path, const std::string& progress) {
-    return progress == "always" || (progress == "auto" && ::isatty(STDOUT_FILENO) && file_size_or_zero(path) >= (std::uint64_t{32} << 20));
+    return progress == "always" || (progress == "auto" && ::isatty(STDERR_FILENO) && file_size_or_zero(path) >= (std::uint64_t{32} << 20));
   }
 };
 
@@ -201,13 +204,24 @@ loaded load(const options& o) {
 /// "name=..." split at the first '='; the name may also be an index.
 std::pair<std::string, std::string> split_spec(const std::string& spec, const std::string& flag) {
   const auto eq = spec.find('=');
-  if (eq == std::string::npos || eq == 0) fail(flag + " " + spec + ": expected NAME=VALUES or NAME=@FILE.npy");
+  if (eq == std::string::npos || eq == 0) fail(flag + " " + spec + ": expected NAME=VALUES, NAME=@FILE.npy, NAME=@FILE.bin or @FILE.npz");
   return {spec.substr(0, eq), spec.substr(eq + 1)};
 }
 
+/// The input or output `name` names: its full name ("softmax:0"), its plain name as TVM's
+/// users write it ("softmax", when one output has it), or its index.
 int find_named(const std::vector<gexec::tensor_info>& infos, const std::string& name, const std::string& flag, const std::string& kind) {
   for (std::size_t i = 0; i < infos.size(); ++i)
     if (infos[i].name == name) return static_cast<int>(i);
+  int plain = -1, plain_count = 0;
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    const auto colon = infos[i].name.rfind(':');
+    if (colon != std::string::npos && infos[i].name.compare(0, colon, name) == 0 && colon == name.size()) {
+      plain = static_cast<int>(i);
+      ++plain_count;
+    }
+  }
+  if (plain_count == 1) return plain;
   int index = -1;
   const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), index);
   if (ec == std::errc{} && end == name.data() + name.size() && index >= 0 && static_cast<std::size_t>(index) < infos.size()) return index;
@@ -233,7 +247,24 @@ gexec::ndarray read_npy_as(const std::string& path, DLDataType dtype) {
   }
 }
 
+/// A raw little-endian file holding exactly the tensor's bytes in the model's dtype and shape.
+gexec::ndarray read_raw(const std::string& path, const gexec::tensor_info& info, const std::string& what) {
+  gexec::ndarray a = gexec::ndarray::empty(info.shape, info.dtype);
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw gexec::error(gexec::errc::io, what + ": cannot read " + path + " (" + ec.message() + ")");
+  if (size != a.byte_size())
+    throw gexec::error(gexec::errc::shape_mismatch, what + ": " + path + " holds " + std::to_string(size) + " bytes; the model's " +
+                                                        gexec::to_string(info.dtype) + gexec::detail::shape_to_string(info.shape) +
+                                                        " takes " + std::to_string(a.byte_size()));
+  std::ifstream f(path, std::ios::binary);
+  if (!f.read(static_cast<char*>(a.data()), static_cast<std::streamsize>(size)))
+    throw gexec::error(gexec::errc::io, what + ": cannot read " + path);
+  return a;
+}
+
 gexec::ndarray read_tensor(const std::string& value, const gexec::tensor_info& info, const std::string& what) {
+  if (value.size() > 5 && value.front() == '@' && value.ends_with(".bin")) return read_raw(value.substr(1), info, what);
   if (!value.empty() && value.front() == '@') {
     gexec::ndarray a = read_npy_as(value.substr(1), info.dtype);
     if (!gexec::same_dtype(a.dtype(), info.dtype))
@@ -253,6 +284,22 @@ void set_inputs(const options& o, loaded& l, const gexec::param_dict* dump = nul
   const auto infos = l.ex().get_input_info();  // the inputs that are not parameters
   std::vector<bool> given(infos.size(), false);
   for (const std::string& spec : o.inputs) {
+    if (spec.starts_with("@") && spec.ends_with(".npz")) {  // every array of the archive, by input name
+      for (auto& [name, value] : gexec::load_npz_file(spec.substr(1))) {
+        const auto i = static_cast<std::size_t>(find_named(infos, name, "--input " + spec + ":", "input"));
+        if (given[i]) fail("--input " + spec + ": input " + infos[i].name + " is given twice; give each input once");
+        const std::string what = "--input " + spec + ": " + name;
+        if (!gexec::same_dtype(value.dtype(), infos[i].dtype))
+          throw gexec::error(gexec::errc::dtype_mismatch, what + " holds " + gexec::to_string(value.dtype()) + ", the model wants " +
+                                                              gexec::to_string(infos[i].dtype));
+        if (!std::equal(value.shape().begin(), value.shape().end(), infos[i].shape.begin(), infos[i].shape.end()))
+          throw gexec::error(gexec::errc::shape_mismatch, what + " has shape " + gexec::detail::shape_to_string(value.shape()) +
+                                                              ", the model wants " + gexec::detail::shape_to_string(infos[i].shape));
+        l.ex().set_input(infos[i].name, value);
+        given[i] = true;
+      }
+      continue;
+    }
     const auto [name, value] = split_spec(spec, "--input");
     const auto i = static_cast<std::size_t>(find_named(infos, name, "--input", "input"));
     if (given[i]) fail("--input " + name + ": input " + infos[i].name + " is given twice; give each input once");
@@ -268,10 +315,12 @@ void set_inputs(const options& o, loaded& l, const gexec::param_dict* dump = nul
       std::cout << "input " << name << ": from the dump\n";
     }
   }
+  // Without --params a split model's weights look like inputs: never zero-filled.
+  const bool weights_unknown = !o.graph.empty() && o.params.empty();
   std::string missing;
   for (std::size_t i = 0; i < infos.size(); ++i)
     if (!given[i]) {
-      if (o.zero_missing) {
+      if (o.zero_missing && !weights_unknown) {
         auto zeros = gexec::ndarray::empty(infos[i].shape, infos[i].dtype);
         if (zeros.byte_size()) std::memset(zeros.data(), 0, static_cast<std::size_t>(zeros.byte_size()));
         l.ex().set_input(infos[i].name, zeros);
@@ -280,7 +329,11 @@ void set_inputs(const options& o, loaded& l, const gexec::param_dict* dump = nul
                    gexec::detail::shape_to_string(infos[i].shape) + ")";
       }
     }
-  if (!missing.empty()) fail("no value given for input " + missing + "; give each with --input NAME=..., or pass --zero-missing");
+  if (missing.empty()) return;
+  if (weights_unknown)
+    fail("no value given for input " + missing + ": without --params these may be the model's weights; give them with --params FILE " +
+         "(TVM's params blob or .safetensors), and the inputs with --input NAME=... (--zero-missing never fills weights)");
+  fail("no value given for input " + missing + "; give each with --input NAME=..., or pass --zero-missing");
 }
 
 void print_tensor(const std::string& name, const gexec::ndarray& a, int limit) {
@@ -302,6 +355,19 @@ void make_dir(const std::string& dir, const std::string& flag) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) throw gexec::error(gexec::errc::io, flag + " " + dir + ": cannot create the directory (" + ec.message() + ")");
+}
+
+/// Checks every --expected before anything runs: a name or index the model has no output
+/// of, or a file that cannot be read, is an error now, not after a long run.
+void check_expected_specs(const options& o, const loaded& l) {
+  const auto infos = l.ex().get_output_info();
+  for (const std::string& spec : o.expected) {
+    const auto [name, value] = split_spec(spec, "--expected");
+    if (value.empty() || value.front() != '@') fail("--expected " + spec + ": expected NAME=@FILE.npy");
+    (void)find_named(infos, name, "--expected", "output");
+    std::error_code ec;
+    if (!fs::is_regular_file(value.substr(1), ec)) fail("--expected " + spec + ": " + value.substr(1) + " is not a readable file");
+  }
 }
 
 /// Compares output `index` with the .npy file; prints the verdict; true when it matches.
@@ -387,6 +453,17 @@ void print_info(const options& o, const loaded& l) {
             << ", lower bound: " << f.lower_bound << ")\n";
 }
 
+/// Output i's name in an .npz: the graph's name for it without a ":0" its node's only
+/// output needs not ("softmax"), unless another output would then have the same name.
+std::string output_name(const std::vector<gexec::tensor_info>& infos, std::size_t i) {
+  const std::string& full = infos[i].name;
+  if (!full.ends_with(":0")) return full;
+  const std::string plain = full.substr(0, full.size() - 2);
+  for (std::size_t k = 0; k < infos.size(); ++k)
+    if (k != i && (infos[k].name == plain || infos[k].name.starts_with(plain + ":"))) return full;
+  return plain;
+}
+
 void write_text(const std::string& path, const std::string& text, const std::string& flag) {
   std::ofstream f(path, std::ios::binary);
   f << text;
@@ -448,6 +525,7 @@ int run(const options& o) {
   if (o.atol < 0 || o.rtol < 0 || std::isnan(o.atol) || std::isnan(o.rtol)) fail("--atol and --rtol must be >= 0");
   if (o.threads < 0) fail("--threads must be >= 0 (0: the cores this process may use)");
   if (o.print_limit < -1) fail("--print-limit must be >= -1 (-1: every element)");
+  if (!o.output_file.empty() && !o.output_file.ends_with(".npz")) fail("--output " + o.output_file + ": writes an .npz archive: name it FILE.npz");
 
   loaded l = load(o);
   if (!o.dot.empty()) {
@@ -458,6 +536,7 @@ int run(const options& o) {
     print_info(o, l);
     return 0;
   }
+  check_expected_specs(o, l);
   std::optional<gexec::param_dict> dump;
   fs::path dump_file;
   if (!o.compare_dump.empty()) {
@@ -479,14 +558,25 @@ int run(const options& o) {
       std::cout << "wrote output " << i << " (" << outputs[static_cast<std::size_t>(i)].name << ") to " << file.string() << '\n';
     }
   }
+  if (!o.output_file.empty()) {
+    std::vector<std::pair<std::string, gexec::ndarray>> arrays;
+    for (int i = 0; i < l.ex().get_num_outputs(); ++i) arrays.emplace_back(output_name(outputs, static_cast<std::size_t>(i)), l.output(i));
+    write_text(o.output_file, gexec::save_npz(arrays), "--output");
+    std::cout << "wrote " << arrays.size() << " outputs to " << o.output_file << " (";
+    for (std::size_t i = 0; i < arrays.size(); ++i) std::cout << (i ? ", " : "") << arrays[i].first;
+    std::cout << ")\n";
+  }
   for (const std::string& spec : o.expected) matched = check_expected(spec, l, o) && matched;
 
   if (!o.dump_dir.empty()) {
     make_dir(o.dump_dir, "--dump-dir");
     const gexec::graph& g = l.ex().get_graph();
     std::size_t files = 0;
+    const std::size_t width = std::to_string(g.nodes.empty() ? 0 : g.nodes.size() - 1).size();
     for (const gexec::node_output& out : gexec::debug_get_outputs(l.ex())) {
-      const std::string stem = std::to_string(out.node_id) + "_" + file_stem(g.nodes[out.node_id].name) + "_" + std::to_string(out.index);
+      std::string id = std::to_string(out.node_id);
+      id.insert(0, width - std::min(width, id.size()), '0');  // zero-padded: names sort in graph order
+      const std::string stem = id + "_" + file_stem(g.nodes[out.node_id].name) + "_" + std::to_string(out.index);
       gexec::save_npy_file(fs::path(o.dump_dir) / (stem + ".npy"), out.value);
       ++files;
     }
@@ -524,11 +614,12 @@ int main(int argc, char** argv) {
                  "IN OUT: convert parameters between TVM's blob and .safetensors (OUT's extension decides), bit for bit, and exit")
       ->expected(2)
       ->group(model_group);
-  app.add_option("-i,--input", o.inputs, "input NAME=v1,v2,... (by the input's dtype; one value fills the tensor) or NAME=@file.npy")
+  app.add_option("-i,--input", o.inputs, "input NAME=v1,v2,... (by the input's dtype; one value fills the tensor), NAME=@file.npy, NAME=@raw.bin (little-endian, the model's dtype and shape), or @all.npz (arrays named by input)")
       ->group("Inputs and outputs");
-  app.add_flag("--zero-missing", o.zero_missing, "run inputs that were not given as zeros (otherwise they are an error)")->group("Inputs and outputs");
+  app.add_flag("--zero-missing", o.zero_missing, "run inputs that were not given as zeros (otherwise they are an error); never the weights: a split model needs --params for it")->group("Inputs and outputs");
   app.add_option("-o,--output-dir", o.output_dir, "write each output as DIR/output_<i>.npy")->group("Inputs and outputs");
-  app.add_option("--expected", o.expected, "NAME=@file.npy: compare output NAME (or index) with the file; exit 2 on mismatch")->group("Inputs and outputs");
+  app.add_option("--output", o.output_file, "write every output to FILE.npz, named by the graph's output names")->group("Inputs and outputs");
+  app.add_option("--expected", o.expected, "NAME=@file.npy: compare output NAME (\"softmax:0\", plain \"softmax\", or an index) with the file; exit 2 on mismatch")->group("Inputs and outputs");
   app.add_option("--atol", o.atol, "absolute tolerance for --expected and --compare-dump (default 1e-4)")->group("Inputs and outputs");
   app.add_option("--rtol", o.rtol, "relative tolerance for --expected and --compare-dump (default 0)")->group("Inputs and outputs");
   app.add_option("--print-limit", o.print_limit, "elements of each output printed (default 16; -1 for all)")->group("Inputs and outputs");
@@ -546,14 +637,14 @@ int main(int argc, char** argv) {
                  "compare every node's outputs with TVM's debug executor's dump (its dump_root, or the _tvmdbg_device_* folder in it) "
                  "within --atol/--rtol; inputs not given come from the dump; exit 2 at a divergence")
       ->group("Measure");
-  app.add_option("--dump-dir", o.dump_dir, "write every node's outputs as DIR/<node>_<name>_<i>.npy")->group("Measure");
+  app.add_option("--dump-dir", o.dump_dir, "write every node's outputs as DIR/<node>_<name>_<i>.npy, <node> zero-padded so that names sort in graph order")->group("Measure");
   app.add_option("--threads", o.threads, "threads of the kernels' thread pool (default: the cores this process may use)")->group("Execution");
   app.add_option("--device", o.device, "device to run on: cpu[:N] or cuda[:N] (default cpu); a graph that places entries on the host runs them there")->group("Execution");
   app.add_option("--policy", o.policy, "execution policy: sequential or parallel (independent branches at once)")
       ->check(CLI::IsMember(std::vector<std::string>(gexec::policy_names.begin(), gexec::policy_names.end())))->group("Execution");
   app.add_option("--planner", o.planner, "storage planner: as_compiled (the graph's storage ids) or liveness (one arena per device)")
       ->check(CLI::IsMember(std::vector<std::string>(gexec::planner_names.begin(), gexec::planner_names.end())))->group("Execution");
-  app.add_option("--progress", o.progress, "progress bar for large files: auto (when stdout is a terminal), always, never")
+  app.add_option("--progress", o.progress, "progress bar on stderr for large files: auto (when stderr is a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))->group("Execution");
   try {
     app.parse(argc, argv);
