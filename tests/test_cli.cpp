@@ -341,11 +341,29 @@ TEST_CASE("--info and --dot describe the model without running it") {
   CHECK(run_cli(single + " --info --dot /nonexistent/dir/g.dot").status == 1);
 }
 
-TEST_CASE("--benchmark prints TVM's statistics with percentiles; its options are checked") {
+TEST_CASE("--benchmark prints TVM's statistics with percentiles, CPU time, start-up steps, the first run, peak memory; its options are checked") {
   const result r = run_cli(split + " -i x=1 --benchmark --repeat 7 --number 3 --cooldown-ms 1 --repeats-to-cooldown 2");
   CHECK(r.status == 0);
   CHECK(has(r, "run(): 7 repeats of 3 runs; per run in us: mean "));
   for (const char* s : {"median ", "std ", "min ", "max ", "p90 ", "p99 "}) CHECK(has(r, s));
+  // CPU time, each start-up step, the first run and peak memory, each a positive figure
+  auto figure_after = [&r](const std::string& label) {
+    const auto at = r.out.find(label);
+    REQUIRE_MESSAGE(at != std::string::npos, label);
+    return std::stod(r.out.substr(at + label.size()));
+  };
+  CHECK(figure_after("run(): CPU time per run in us: ") > 0);
+  double steps = 0;
+  for (const char* step : {"read graph ", "read parameters ", "load library ", "plan (bind kernels, place storage) ", "create the executor "}) {
+    const double ms = figure_after(step);
+    CHECK(ms >= 0);
+    steps += ms;
+  }
+  CHECK(figure_after("; total ") == doctest::Approx(steps).epsilon(0.01));
+  CHECK(figure_after("first run in ms: ") > 0);
+  CHECK(figure_after("peak resident memory: ") > 1);  // MiB: a process with libraries loaded
+  const result single_bench = run_cli(single + " -i x=1 --benchmark --repeat 2");
+  CHECK(has(single_bench, "start-up in ms: load library, read its graph and parameters, plan "));
   const result m = run_cli(split + " -i x=1 --benchmark --repeat 2 --min-repeat-ms 5");
   CHECK(m.status == 0);
   CHECK(has(m, "2 repeats of at least 5 ms"));

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -119,7 +120,13 @@ struct file_progress {
 // Models run on the host and, with --device cuda, on a GPU (the driver is loaded then).
 using executor_type = gexec::cuda_executor;
 
+using stopwatch = std::chrono::steady_clock;
+double seconds_since(stopwatch::time_point t0) { return std::chrono::duration<double>(stopwatch::now() - t0).count(); }
+
 struct loaded {
+  /// Start-up, step by step: (step, seconds), in order.
+  std::vector<std::pair<std::string, double>> startup;
+  double first_run = 0;  ///< seconds of the first run()
   std::optional<gexec::factory> factory;  // a single-file model: its embedded parameters
   std::optional<gexec::cuda_model> model;
   std::vector<std::string> param_names;
@@ -165,6 +172,11 @@ loaded load(const options& o) {
   mo.runtime = rt;
   mo.planner = gexec::planner_named(o.planner);
   loaded l;
+  auto t0 = stopwatch::now();
+  auto step = [&](const char* name) {
+    l.startup.emplace_back(name, seconds_since(t0));
+    t0 = stopwatch::now();
+  };
   if (!o.model.empty()) {
     {  // the embedded blob is read here, once; the factory below shares it
       file_progress bar(o.model, o.progress);
@@ -172,30 +184,39 @@ loaded load(const options& o) {
       first.progress = bar.callback;
       l.model.emplace(gexec::cuda_model::load(o.model, std::move(first)));
     }
+    step("load library, read its graph and parameters, plan");
     l.factory = gexec::load_factory(o.model, rt);
     for (const auto& [name, value] : l.factory->params()) {
       l.param_names.push_back(name);
       l.param_bytes += value.byte_size();
     }
+    t0 = stopwatch::now();  // the factory is gexec-run's own bookkeeping
     l.executor.emplace(l.model->instantiate());
+    step("create the executor");
     return l;
   }
   const gexec::validated_graph g = [&] {
     file_progress bar(o.graph, o.progress);
     return gexec::load_graph_file(o.graph, bar.callback);
   }();
+  step("read graph");
   gexec::param_dict params;
   if (!o.params.empty()) {
     file_progress bar(o.params, o.progress);
     params = gexec::load_param_dict_file(o.params, gexec::load_mode::copy, bar.callback);
   }
+  step("read parameters");
   for (const auto& [name, value] : params) {
     l.param_names.push_back(name);
     l.param_bytes += value.byte_size();
   }
+  t0 = stopwatch::now();
   gexec::module lib = rt ? rt->load_module(o.lib) : gexec::load_module(o.lib);
+  step("load library");
   l.model.emplace(g, gexec::packed_c_abi(std::move(lib)), params, mo);
+  step("plan (bind kernels, place storage)");
   l.executor.emplace(l.model->instantiate());
+  step("create the executor");
   return l;
 }
 
@@ -476,7 +497,8 @@ void run_with_policy(const options& o, executor_type& ex, F&& observer) {
   gexec::with_policy(o.policy, [&](auto policy) { ex.run(policy, observer); });
 }
 
-void benchmark(const options& o, executor_type& ex) {
+void benchmark(const options& o, loaded& l) {
+  executor_type& ex = l.ex();
   gexec::benchmark_options b{.repeat = o.repeat, .number = o.number, .min_repeat_ms = o.min_repeat_ms,
                              .cooldown_interval_ms = o.cooldown_ms, .repeats_to_cooldown = o.repeats_to_cooldown};
   const gexec::benchmark_result r = gexec::with_policy(o.policy, [&](auto policy) { return gexec::benchmark([&] { ex.run(policy); }, b); });
@@ -492,6 +514,16 @@ void benchmark(const options& o, executor_type& ex) {
               r.results.size(), o.min_repeat_ms > 0 ? ("at least " + std::to_string(o.min_repeat_ms) + " ms").c_str()
                                                     : (std::to_string(o.number) + " runs").c_str(),
               r.mean * 1e6, r.median * 1e6, r.std * 1e6, r.min * 1e6, r.max * 1e6, percentile(90) * 1e6, percentile(99) * 1e6);
+  std::printf("run(): CPU time per run in us: %.3f (the process's threads together; wall mean %.3f)\n", r.cpu_mean * 1e6, r.mean * 1e6);
+  double total = 0;
+  std::printf("start-up in ms:");
+  for (const auto& [step, seconds] : l.startup) {
+    std::printf(" %s %.3f;", step.c_str(), seconds * 1e3);
+    total += seconds;
+  }
+  std::printf(" total %.3f\n", total * 1e3);
+  std::printf("first run in ms: %.3f (%.1fx the mean)\n", l.first_run * 1e3, r.mean > 0 ? l.first_run / r.mean : 0.0);
+  std::printf("peak resident memory: %.1f MiB\n", static_cast<double>(r.peak_rss_bytes) / (1024.0 * 1024.0));
 }
 
 /// --convert-params IN OUT: TVM's blob to .safetensors or back (by OUT's extension), the
@@ -547,7 +579,9 @@ int run(const options& o) {
   bool matched = true;
   if (dump) matched = compare_with_dump(o, l, *dump, dump_file);
   gexec::no_observer none;
+  const auto first_start = stopwatch::now();
   run_with_policy(o, l.ex(), none);
+  l.first_run = seconds_since(first_start);
   const auto outputs = l.ex().get_output_info();
   for (int i = 0; i < l.ex().get_num_outputs(); ++i) print_tensor(outputs[static_cast<std::size_t>(i)].name, l.output(i), o.print_limit);
   if (!o.output_dir.empty()) {
@@ -595,7 +629,7 @@ int run(const options& o) {
     write_text(o.trace, trace.chrome_trace(), "--trace");
     std::cout << "wrote a trace of " << trace.runs() << " runs to " << o.trace << " (open it in https://ui.perfetto.dev)\n";
   }
-  if (o.bench) benchmark(o, l.ex());
+  if (o.bench) benchmark(o, l);
   return matched ? 0 : 2;
 }
 
@@ -625,7 +659,7 @@ int main(int argc, char** argv) {
   app.add_option("--print-limit", o.print_limit, "elements of each output printed (default 16; -1 for all)")->group("Inputs and outputs");
   app.add_flag("--info", o.info, "print the model's inputs, outputs, parameters and functions, and exit")->group("Inspect");
   app.add_option("--dot", o.dot, "write the graph for Graphviz to FILE")->group("Inspect");
-  app.add_flag("--benchmark", o.bench, "time run() as TVM's time evaluator does")->group("Measure");
+  app.add_flag("--benchmark", o.bench, "time run() as TVM's time evaluator does, with CPU time, the start-up steps, the first run and peak resident memory")->group("Measure");
   app.add_option("--repeat", o.repeat, "measurements (default 5)")->group("Measure");
   app.add_option("--number", o.number, "runs per measurement (default 1)")->group("Measure");
   app.add_option("--min-repeat-ms", o.min_repeat_ms, "grow --number until a measurement lasts this long (default 0)")->group("Measure");
