@@ -586,6 +586,52 @@ TEST_CASE("--dump-dir names sort in graph order: indices zero-padded") {
     CHECK(values_of(gexec::load_npy_file(dir / "nodes" / names[i])) == std::vector<float>{0.5f + static_cast<float>(i), 0.5f + static_cast<float>(i)});
 }
 
+TEST_CASE("reference bundles: --make-bundle from a run or from given outputs, --verify exits 0 or 2 with a report per output") {
+  const fs::path dir = scratch("bundle");
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  // expected outputs computed here, as TVM's would be given
+  std::ofstream(dir / "want.npz", std::ios::binary) << gexec::save_npz({{"softmax", tensor({1, 3}, mlp(x))}});
+  const std::string b = (dir / "b").string();
+  const result made = run_cli(split + " -i x=0.5,-1,2,0.25 --atol 1e-6 --make-bundle " + b + " --bundle-expected " + (dir / "want.npz").string());
+  CHECK(made.status == 0);
+  CHECK(has(made, "wrote a bundle to " + b + ": the model, 1 inputs, 1 expected outputs (from " + (dir / "want.npz").string() + "), atol 1e-06 rtol 0"));
+  for (const char* f : {"bundle.txt", "graph.json", "lib.so", "params.bin", "inputs.npz", "expected.npz"}) CHECK_MESSAGE(fs::exists(fs::path(b) / f), f);
+  const result ok = run_cli(" --verify " + b);
+  CHECK(ok.status == 0);
+  CHECK(has(ok, "MATCH output 0 (softmax:0)"));
+  CHECK(has(ok, "VERIFIED: the bundle " + b + ", 1 outputs against expected.npz (atol 1e-06, rtol 0)"));
+
+  // wrong expected outputs: exit 2 and the element; a looser --atol on the command line wins
+  auto off = mlp(x);
+  off[1] += 0.01f;
+  std::ofstream(dir / "off.npz", std::ios::binary) << gexec::save_npz({{"0", tensor({1, 3}, off)}});
+  const std::string c = (dir / "c").string();
+  CHECK(run_cli(split + " -i x=0.5,-1,2,0.25 --atol 1e-6 --make-bundle " + c + " --bundle-expected " + (dir / "off.npz").string()).status == 0);
+  const result bad = run_cli(" --verify " + c);
+  CHECK(bad.status == 2);
+  CHECK(has(bad, "MISMATCH output 0 (softmax:0): 1 of 3 elements differ beyond atol 1e-06 rtol 0; first at element 1"));
+  CHECK(has(bad, "FAILED: the bundle"));
+  CHECK(run_cli(" --verify " + c + " --atol 0.02").status == 0);
+
+  // from a run of a single-file model, this run's outputs
+  const std::string s1 = (dir / "single").string();
+  CHECK(run_cli(single + " -i x=0.5,-1,2,0.25 --make-bundle " + s1).status == 0);
+  CHECK(fs::exists(fs::path(s1) / "model.so"));
+  const result single_ok = run_cli(" --verify " + s1);
+  CHECK(single_ok.status == 0);
+  check_close(printed(single_ok, "softmax:0"), mlp(x));
+
+  // bad bundles and command lines
+  CHECK(has(run_cli(" --verify " + (dir / "none").string()), "no bundle.txt in it"));
+  std::ofstream(fs::path(c) / "bundle.txt") << "gexec-bundle 1\nmodel ../../etc/passwd\n";
+  CHECK(has(run_cli(" --verify " + c), "expected KEY FILE (a file in the bundle)"));
+  CHECK(has(run_cli(" --verify " + b + split), "give no model, --input or --make-bundle with it"));
+  CHECK(has(run_cli(split + " -i x=1 --bundle-expected " + (dir / "want.npz").string()), "--bundle-expected goes with --make-bundle"));
+  std::ofstream(dir / "shape.npz", std::ios::binary) << gexec::save_npz({{"softmax", tensor({3}, off)}});
+  CHECK(has(run_cli(split + " -i x=1 --make-bundle " + (dir / "d").string() + " --bundle-expected " + (dir / "shape.npz").string()),
+            "softmax is float32[3], output softmax:0 is float32[1, 3]"));
+}
+
 TEST_CASE("--threads, --device, --policy and --progress") {
   const auto want = mlp({1, 1, 1, 1});
   check_close(printed(run_cli(split + " -i x=1 --threads 2"), "softmax:0"), want);

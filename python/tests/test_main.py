@@ -86,3 +86,26 @@ def test_npz_inputs_and_outputs_as_numpy_writes_and_reads_them(conformance_dir, 
     assert r.returncode == 0, r.stderr
     with np.load(tmp_path / "raw.npz") as out:
         assert out[out.files[0]].tobytes() == want.tobytes()
+
+
+def test_bundle_from_tvms_outputs_verifies(conformance_dir, tmp_path):
+    # TVM's own outputs (outputs.bin, written by TVM when the model was built) as the
+    # bundle's expected outputs; --verify runs the copied model on the bundled inputs.
+    _exe()
+    d = conformance_dir / "resnet"
+    inputs = {k: v.numpy() for k, v in gexec.runtime.load_param_dict_from_file(d / "inputs.bin").items()}
+    want = gexec.runtime.load_param_dict_from_file(d / "outputs.bin")["0"].numpy()
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    np.savez(tmp_path / "tvm.npz", **{"0": want})
+    bundle = tmp_path / "bundle"
+    r = run(d / "model.so", "-i", "@%s" % (tmp_path / "inputs.npz"), "--atol", "1e-5", "--rtol", "1e-5",
+            "--make-bundle", bundle, "--bundle-expected", tmp_path / "tvm.npz")
+    assert r.returncode == 0, r.stderr
+    r = run("--verify", bundle)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "VERIFIED" in r.stdout and "MATCH output 0" in r.stdout
+    with np.load(bundle / "expected.npz") as e:
+        assert e[e.files[0]].tobytes() == want.tobytes()
+    np.savez(bundle / "expected.npz", **{e_name: want + 0.5 for e_name in ["0"]})
+    r = run("--verify", bundle)
+    assert r.returncode == 2 and "MISMATCH output 0" in r.stdout

@@ -7,10 +7,12 @@
 //   gexec-run model.so --input data=@x.npy --profile --trace trace.json --dump-dir nodes/
 //   gexec-run model.so --info --dot graph.dot
 //   gexec-run --convert-params params.bin params.safetensors
+//   gexec-run model.so -i @inputs.npz --atol 1e-5 --make-bundle bundle/ && gexec-run --verify bundle/
 //   gexec-run --graph graph.json --lib lib.so --params params.bin --compare-dump tvmdbg/ --atol 1e-5
 //
 // Exit status: 0 on success, 1 for any error (bad arguments, bad files, a failing
-// kernel), 2 when an output differs from --expected or a node from --compare-dump's dump.
+// kernel), 2 when an output differs from --expected or a bundle's (--verify), or a node
+// from --compare-dump's dump.
 
 #include <gexec/contrib/sort.hpp>
 #include <gexec/cuda.hpp>
@@ -49,6 +51,8 @@ struct options {
   bool zero_missing = false;
   std::string output_dir, output_file, dump_dir, trace, dot, compare_dump;
   std::vector<std::string> convert_params;
+  std::string make_bundle, bundle_expected, verify;
+  bool tolerance_given = false;  ///< --atol or --rtol on the command line (else a bundle's own)
   bool info = false, bench = false, profile = false;
   int repeat = 5, number = 1, min_repeat_ms = 0, cooldown_ms = 0, repeats_to_cooldown = 1;
   int threads = 0;
@@ -391,16 +395,9 @@ void check_expected_specs(const options& o, const loaded& l) {
   }
 }
 
-/// Compares output `index` with the .npy file; prints the verdict; true when it matches.
-bool check_expected(const std::string& spec, loaded& l, const options& o) {
-  const auto infos = l.ex().get_output_info();
-  const auto [name, value] = split_spec(spec, "--expected");
-  if (value.empty() || value.front() != '@') fail("--expected " + spec + ": expected NAME=@FILE.npy");
-  const int index = find_named(infos, name, "--expected", "output");
-  const gexec::tensor_info& info = infos[static_cast<std::size_t>(index)];
-  const gexec::ndarray want = read_npy_as(value.substr(1), info.dtype);
-  const gexec::ndarray got = l.output(index);
-  const std::string label = "output " + std::to_string(index) + " (" + info.name + ")";
+/// Compares `got` with `want` element by element within --atol/--rtol; prints the verdict
+/// on one line; true when they match.
+bool compare_arrays(const std::string& label, const gexec::ndarray& got, const gexec::ndarray& want, const options& o) {
   if (!gexec::same_dtype(want.dtype(), got.dtype()) || !std::equal(want.shape().begin(), want.shape().end(), got.shape().begin(), got.shape().end())) {
     std::cout << "MISMATCH " << label << ": got " << gexec::to_string(got.dtype()) << gexec::detail::shape_to_string(got.shape()) << ", expected "
               << gexec::to_string(want.dtype()) << gexec::detail::shape_to_string(want.shape()) << '\n';
@@ -426,6 +423,16 @@ bool check_expected(const std::string& spec, loaded& l, const options& o) {
             << "; first at element " << first_bad << ": got " << gexec_run::format_element(got, first_bad) << ", expected "
             << gexec_run::format_element(want, first_bad) << " (max abs diff " << max_diff << ")\n";
   return false;
+}
+
+/// Compares output `index` with the .npy file; prints the verdict; true when it matches.
+bool check_expected(const std::string& spec, loaded& l, const options& o) {
+  const auto infos = l.ex().get_output_info();
+  const auto [name, value] = split_spec(spec, "--expected");
+  const int index = find_named(infos, name, "--expected", "output");
+  const gexec::tensor_info& info = infos[static_cast<std::size_t>(index)];
+  const gexec::ndarray want = read_npy_as(value.substr(1), info.dtype);
+  return compare_arrays("output " + std::to_string(index) + " (" + info.name + ")", l.output(index), want, o);
 }
 
 // ---- modes ------------------------------------------------------------------------------
@@ -492,6 +499,130 @@ void write_text(const std::string& path, const std::string& text, const std::str
   if (!f) throw gexec::error(gexec::errc::io, flag + " " + path + ": cannot write the file");
 }
 
+// ---- reference bundles ---------------------------------------------------------------
+//
+// A bundle is a folder: the model (model.so, or graph.json + lib.so + params.bin or
+// params.safetensors), inputs.npz, expected.npz (one array per output, by the graph's
+// output names) and bundle.txt, "key value" lines:
+//
+//   gexec-bundle 1
+//   model model.so                (or: graph graph.json / lib lib.so / params params.bin)
+//   inputs inputs.npz
+//   expected expected.npz
+//   atol 1e-05
+//   rtol 0
+
+/// --make-bundle OUT: the model's files, the inputs of this run, and as expected outputs
+/// this run's (or --bundle-expected's, TVM's outputs as .npz), with the tolerances.
+void make_bundle(const options& o, loaded& l) {
+  const fs::path out = o.make_bundle;
+  make_dir(out.string(), "--make-bundle");
+  std::string manifest = "gexec-bundle 1\n";
+  auto copy = [&](const std::string& from, const std::string& key, std::string name) {
+    if (key == "params" && fs::path(from).extension() == ".safetensors") name = "params.safetensors";
+    std::error_code ec;
+    fs::copy_file(from, out / name, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw gexec::error(gexec::errc::io, "--make-bundle: cannot copy " + from + " to " + (out / name).string() + " (" + ec.message() + ")");
+    manifest += key + " " + name + "\n";
+  };
+  if (!o.model.empty()) {
+    copy(o.model, "model", "model.so");
+  } else {
+    copy(o.graph, "graph", "graph.json");
+    copy(o.lib, "lib", "lib.so");
+    if (!o.params.empty()) copy(o.params, "params", "params.bin");
+  }
+  std::vector<std::pair<std::string, gexec::ndarray>> inputs;
+  for (const auto& info : l.ex().get_input_info()) {
+    const gexec::ndarray v = l.ex().get_input(l.ex().get_input_index(info.name));
+    if (v.device().device_type != kDLCPU) fail("--make-bundle: input " + info.name + " lives on a device; make bundles from runs on the host");
+    gexec::ndarray host = gexec::ndarray::empty(info.shape, info.dtype);
+    host.copy_from(v);
+    inputs.emplace_back(info.name, host);
+  }
+  write_text((out / "inputs.npz").string(), gexec::save_npz(inputs), "--make-bundle");
+  const auto infos = l.ex().get_output_info();
+  std::vector<std::pair<std::string, gexec::ndarray>> expected;
+  if (!o.bundle_expected.empty()) {  // TVM's outputs: each must name an output of this model, with its dtype and shape
+    for (auto& [name, value] : gexec::load_npz_file(o.bundle_expected)) {
+      const auto i = static_cast<std::size_t>(find_named(infos, name, "--bundle-expected " + o.bundle_expected + ":", "output"));
+      if (!gexec::same_dtype(value.dtype(), infos[i].dtype) ||
+          !std::equal(value.shape().begin(), value.shape().end(), infos[i].shape.begin(), infos[i].shape.end()))
+        fail("--bundle-expected " + o.bundle_expected + ": " + name + " is " + gexec::to_string(value.dtype()) +
+             gexec::detail::shape_to_string(value.shape()) + ", output " + infos[i].name + " is " + gexec::to_string(infos[i].dtype) +
+             gexec::detail::shape_to_string(infos[i].shape));
+      expected.emplace_back(output_name(infos, i), value);
+    }
+  } else {
+    for (int i = 0; i < l.ex().get_num_outputs(); ++i) expected.emplace_back(output_name(infos, static_cast<std::size_t>(i)), l.output(i));
+  }
+  write_text((out / "expected.npz").string(), gexec::save_npz(expected), "--make-bundle");
+  char tol[96];
+  std::snprintf(tol, sizeof tol, "atol %.10g\nrtol %.10g\n", o.atol, o.rtol);
+  manifest += "inputs inputs.npz\nexpected expected.npz\n" + std::string(tol);
+  write_text((out / "bundle.txt").string(), manifest, "--make-bundle");
+  std::cout << "wrote a bundle to " << out.string() << ": the model, " << inputs.size() << " inputs, " << expected.size() << " expected outputs ("
+            << (o.bundle_expected.empty() ? "this run's" : "from " + o.bundle_expected) << "), atol " << o.atol << " rtol " << o.rtol << '\n';
+}
+
+/// --verify BUNDLE: the options that run it (model, inputs; the bundle's tolerances unless
+/// --atol/--rtol are given).
+options read_bundle(options o) {
+  const fs::path dir = o.verify;
+  std::ifstream f(dir / "bundle.txt");
+  if (!f) throw gexec::error(gexec::errc::io, "--verify " + o.verify + ": no bundle.txt in it (a folder gexec-run --make-bundle wrote)");
+  std::string line, expected;
+  int number = 0;
+  bool header = false;
+  while (std::getline(f, line)) {
+    ++number;
+    if (line.empty()) continue;
+    const auto sp = line.find(' ');
+    const std::string key = line.substr(0, sp), value = sp == std::string::npos ? "" : line.substr(sp + 1);
+    const std::string where = "--verify " + (dir / "bundle.txt").string() + ":" + std::to_string(number) + ": ";
+    if (!header) {
+      if (line != "gexec-bundle 1") fail(where + "expected \"gexec-bundle 1\", got \"" + line + "\"");
+      header = true;
+      continue;
+    }
+    if (value.empty() || value.find('/') != std::string::npos || value == "..") fail(where + "\"" + line + "\": expected KEY FILE (a file in the bundle)");
+    const std::string path = (dir / value).string();
+    auto number_of = [&](double& x) {
+      char* end = nullptr;
+      x = std::strtod(value.c_str(), &end);
+      if (end == value.c_str() || *end != '\0' || !(x >= 0)) fail(where + key + " " + value + ": not a tolerance >= 0");
+    };
+    if (key == "model") o.model = path;
+    else if (key == "graph") o.graph = path;
+    else if (key == "lib") o.lib = path;
+    else if (key == "params") o.params = path;
+    else if (key == "inputs") o.inputs.push_back("@" + path);
+    else if (key == "expected") expected = path;
+    else if (key == "atol") { if (!o.tolerance_given) number_of(o.atol); }
+    else if (key == "rtol") { if (!o.tolerance_given) number_of(o.rtol); }
+    else fail(where + "unknown key \"" + key + "\"");
+  }
+  if (!header) fail("--verify " + o.verify + ": bundle.txt is empty");
+  if (expected.empty()) fail("--verify " + o.verify + ": bundle.txt names no expected outputs");
+  o.bundle_expected = expected;
+  return o;
+}
+
+/// Compares every array of the bundle's expected.npz with the output of its name.
+bool verify_outputs(const options& o, loaded& l) {
+  const auto infos = l.ex().get_output_info();
+  bool all = true;
+  std::size_t n = 0;
+  for (auto& [name, want] : gexec::load_npz_file(o.bundle_expected)) {
+    const int i = find_named(infos, name, "--verify: expected.npz:", "output");
+    all = compare_arrays("output " + std::to_string(i) + " (" + infos[static_cast<std::size_t>(i)].name + ")", l.output(i), want, o) && all;
+    ++n;
+  }
+  std::cout << (all ? "VERIFIED: " : "FAILED: ") << "the bundle " << o.verify << ", " << n << " outputs against expected.npz (atol " << o.atol
+            << ", rtol " << o.rtol << ")\n";
+  return all;
+}
+
 template <class F>
 void run_with_policy(const options& o, executor_type& ex, F&& observer) {
   gexec::with_policy(o.policy, [&](auto policy) { ex.run(policy, observer); });
@@ -543,7 +674,13 @@ int convert_params(const options& o) {
   return 0;
 }
 
-int run(const options& o) {
+int run(options o) {
+  if (!o.verify.empty()) {
+    if (!o.model.empty() || !o.graph.empty() || !o.lib.empty() || !o.params.empty() || !o.inputs.empty() || !o.make_bundle.empty())
+      fail("--verify runs the bundle's model on its inputs: give no model, --input or --make-bundle with it");
+    o = read_bundle(std::move(o));
+  }
+  if (!o.bundle_expected.empty() && o.make_bundle.empty() && o.verify.empty()) fail("--bundle-expected goes with --make-bundle");
   if (!o.convert_params.empty()) {
     if (!o.model.empty() || !o.graph.empty() || !o.lib.empty() || !o.params.empty())
       fail("--convert-params converts a parameter file and runs nothing: give it alone");
@@ -601,6 +738,8 @@ int run(const options& o) {
     std::cout << ")\n";
   }
   for (const std::string& spec : o.expected) matched = check_expected(spec, l, o) && matched;
+  if (!o.verify.empty()) matched = verify_outputs(o, l) && matched;
+  if (!o.make_bundle.empty()) make_bundle(o, l);
 
   if (!o.dump_dir.empty()) {
     make_dir(o.dump_dir, "--dump-dir");
@@ -653,6 +792,12 @@ int main(int argc, char** argv) {
   app.add_flag("--zero-missing", o.zero_missing, "run inputs that were not given as zeros (otherwise they are an error); never the weights: a split model needs --params for it")->group("Inputs and outputs");
   app.add_option("-o,--output-dir", o.output_dir, "write each output as DIR/output_<i>.npy")->group("Inputs and outputs");
   app.add_option("--output", o.output_file, "write every output to FILE.npz, named by the graph's output names")->group("Inputs and outputs");
+  app.add_option("--make-bundle", o.make_bundle,
+                 "write a reference bundle to DIR: the model, this run's inputs, its outputs (or --bundle-expected's) and --atol/--rtol")
+      ->group("Bundles");
+  app.add_option("--bundle-expected", o.bundle_expected, "FILE.npz: the expected outputs for --make-bundle (TVM's), by output name or index")
+      ->group("Bundles");
+  app.add_option("--verify", o.verify, "run a reference bundle DIR and compare every output; exit 2 on a mismatch")->group("Bundles");
   app.add_option("--expected", o.expected, "NAME=@file.npy: compare output NAME (\"softmax:0\", plain \"softmax\", or an index) with the file; exit 2 on mismatch")->group("Inputs and outputs");
   app.add_option("--atol", o.atol, "absolute tolerance for --expected and --compare-dump (default 1e-4)")->group("Inputs and outputs");
   app.add_option("--rtol", o.rtol, "relative tolerance for --expected and --compare-dump (default 0)")->group("Inputs and outputs");
@@ -685,6 +830,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
+  o.tolerance_given = app.count("--atol") > 0 || app.count("--rtol") > 0;
   try {
     return run(o);
   } catch (const gexec::error& e) {
