@@ -85,27 +85,29 @@ struct dump_comparison {
   /// One line per node output: id, name, function, dtype and shape, the differences and
   /// a verdict ("ok", "DIFFERS", "missing"; the first divergence marked).
   std::string table() const {
-    std::string s;
-    char line[512];
-    std::snprintf(line, sizeof line, "%5s %-40s %-40s %-22s %12s %12s %10s  %s\n", "node", "name", "function", "dtype[shape]", "max abs",
-                  "max rel", "max ulps", "verdict");
-    s += line;
+    std::size_t name_width = 4, func_width = 8, type_width = 12;
+    for (const node_comparison& n : nodes) {
+      name_width = std::max(name_width, n.name.size());
+      func_width = std::max(func_width, n.func_name.size());
+      type_width = std::max(type_width, to_string(n.dtype).size() + detail::shape_to_string(n.shape).size());
+    }
+    auto pad = [](std::string s, std::size_t width) { return s.size() < width ? s + std::string(width - s.size(), ' ') : s; };
+    std::string s = "node  " + pad("name", name_width) + "  " + pad("function", func_width) + "  " + pad("dtype[shape]", type_width) +
+                    "       max abs       max rel    max ulps  verdict\n";
     const node_comparison* first = first_divergence();
+    char numbers[64];
     for (const node_comparison& n : nodes) {
       const std::string id = std::to_string(n.node_id) + (n.index ? ":" + std::to_string(n.index) : "");
-      const std::string type = to_string(n.dtype) + detail::shape_to_string(n.shape);
       std::string verdict = !n.found ? "missing" : n.within() ? "ok" : !n.problem.empty() ? "DIFFERS: " + n.problem : "DIFFERS";
       if (&n == first) verdict += "  <- first divergence";
       if (!n.found || !n.problem.empty()) {
-        std::snprintf(line, sizeof line, "%5s %-40s %-40s %-22s %12s %12s %10s  %s\n", id.c_str(), clip(n.name).c_str(),
-                      clip(n.func_name.empty() ? "(input)" : n.func_name).c_str(), type.c_str(), "-", "-", "-", verdict.c_str());
+        std::snprintf(numbers, sizeof numbers, "%14s%14s%12s", "-", "-", "-");
       } else {
         const std::string ulps = n.is_float ? std::to_string(n.max_ulps) : "-";
-        std::snprintf(line, sizeof line, "%5s %-40s %-40s %-22s %12.4g %12.4g %10s  %s\n", id.c_str(), clip(n.name).c_str(),
-                      clip(n.func_name.empty() ? "(input)" : n.func_name).c_str(), type.c_str(), n.max_abs, n.max_rel, ulps.c_str(),
-                      verdict.c_str());
+        std::snprintf(numbers, sizeof numbers, "%14.4g%14.4g%12s", n.max_abs, n.max_rel, ulps.c_str());
       }
-      s += line;
+      s += pad(id, 4) + "  " + pad(n.name, name_width) + "  " + pad(n.func_name.empty() ? "(input)" : n.func_name, func_width) + "  " +
+           pad(to_string(n.dtype) + detail::shape_to_string(n.shape), type_width) + numbers + "  " + verdict + "\n";
     }
     return s;
   }
@@ -131,9 +133,6 @@ struct dump_comparison {
     }
     return s;
   }
-
- private:
-  static std::string clip(const std::string& s) { return s.size() <= 40 ? s : s.substr(0, 37) + "..."; }
 };
 
 namespace detail {
