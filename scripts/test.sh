@@ -13,7 +13,7 @@
 #                  and the Triton backend served by a real Triton server (label triton; PyPI's nvidia-pytriton wheel),
 #                  models with CUDA parts over the host-emulated CUDA driver included
 #   python         the Python package as a user gets it: the wheel (pip wheel . with the build requirements pinned
-#                  in pyproject.toml), installed into a fresh venv with numpy, pytest and ml_dtypes from PyPI, python/tests run
+#                  in pyproject.toml), installed into a fresh venv with numpy, pytest, ml_dtypes and safetensors from PyPI, python/tests run
 #                  there from outside the source tree against the g++ build's conformance models and test kernels
 #                  (and TVM's debug executor in the conformance venv, for the per-node dumps)
 #   arm            cross builds for ARM with Debian's cross compilers (cmake/toolchains), run under qemu-user:
@@ -139,6 +139,8 @@ python_stage() {
   echo "wheel: $(basename "$wheel")"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q "$wheel" numpy pytest ml_dtypes
+  # .safetensors files written by the package itself; its tests are SKIPPED without it
+  "$venv/bin/pip" install -q safetensors || echo "safetensors from PyPI could not be installed: its tests will be SKIPPED"
   local binary
   for binary in "$venv"/lib/python3*/site-packages/gexec/_gexec*.so "$venv"/lib/python3*/site-packages/gexec/bin/gexec-run; do
     [ -e "$binary" ] || continue

@@ -1,8 +1,9 @@
 // gexec::compiled: what headers only declare in compiled mode (GEXEC_COMPILED), compiled
 // once: graph JSON over Boost.JSON (graph/json_impl.hpp), kernel libraries over
 // Boost.DLL (packed_c/module_impl.hpp), models from TVM's files (load_impl.hpp), the
-// benchmark's statistics (benchmark_impl.hpp), and the common instantiations of the
-// model and executor (instantiations.hpp).
+// benchmark's statistics (benchmark_impl.hpp), .safetensors headers over Boost.JSON
+// (safetensors_impl.hpp), and the common instantiations of the model and executor
+// (instantiations.hpp).
 
 #ifndef GEXEC_COMPILED
 #error "src/gexec.cpp builds gexec::compiled: compile it with GEXEC_COMPILED defined"
@@ -13,6 +14,7 @@
 #include <gexec/instantiations.hpp>
 #include <gexec/load_impl.hpp>
 #include <gexec/packed_c/module_impl.hpp>
+#include <gexec/safetensors_impl.hpp>
 
 GEXEC_NAMESPACE_BEGIN
 GEXEC_DETAIL_INSTANTIATIONS()

@@ -4,9 +4,13 @@
 
 #include "test_support.hpp"
 
+#include <time.h>
+
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <vector>
 
 namespace {
 
@@ -72,4 +76,32 @@ TEST_CASE("benchmark with no repeats returns no results") {
   auto r = gexec::benchmark([&] { ++calls; }, {.repeat = 0});
   CHECK(r.results.empty());
   CHECK(calls == 1);  // the warm-up
+}
+
+TEST_CASE("benchmark reports the first call, the CPU time per call and the peak resident memory") {
+  // Each call burns at least 2 ms of this thread's CPU time (the clock of CPU time, not
+  // of the wall, so a busy machine does not change it); the first also touches 64 MiB.
+  auto thread_cpu = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  };
+  int calls = 0;
+  std::vector<char> big;
+  const gexec::benchmark_result r = gexec::benchmark(
+      [&] {
+        if (calls++ == 0) {
+          big.assign(std::size_t{64} << 20, 1);
+        }
+        const double until = thread_cpu() + 2e-3;
+        while (thread_cpu() < until) {
+        }
+      },
+      {.repeat = 3, .number = 2});
+  CHECK(calls == 1 + 3 * 2);
+  CHECK(r.cpu_mean >= 2e-3);
+  CHECK(std::isfinite(r.first));
+  CHECK(r.first > 0);
+  CHECK(r.peak_rss_bytes >= (std::uint64_t{64} << 20));
+  CHECK(big.size() == (std::size_t{64} << 20));
 }

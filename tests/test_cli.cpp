@@ -4,6 +4,7 @@
 
 #include <gexec/executor.hpp>
 #include <gexec/npy.hpp>
+#include <gexec/npz.hpp>
 
 #include "../tools/gexec-run/values.hpp"
 #include "test_support.hpp"
@@ -15,6 +16,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -165,7 +167,7 @@ TEST_CASE("bad --input values are errors naming the input and the value") {
                                        {"x=1e999,1,1,1", "value 0 \"1e999\" is out of range"},
                                        {"y=1", "--input y: the model has no input of that name or index (inputs: x)"},
                                        {"w1=1", "no input of that name"},
-                                       {"x", "expected NAME=VALUES or NAME=@FILE.npy"},
+                                       {"x", "expected NAME=VALUES, NAME=@FILE.npy, NAME=@FILE.bin or @FILE.npz"},
                                        {"=1", "expected NAME=VALUES"},
                                        {"x=@/nonexistent.npy", "/nonexistent.npy"}}) {
     const result r = run_cli(split + " -i '" + c.arg + "'");
@@ -339,11 +341,29 @@ TEST_CASE("--info and --dot describe the model without running it") {
   CHECK(run_cli(single + " --info --dot /nonexistent/dir/g.dot").status == 1);
 }
 
-TEST_CASE("--benchmark prints TVM's statistics with percentiles; its options are checked") {
+TEST_CASE("--benchmark prints TVM's statistics with percentiles, CPU time, start-up steps, the first run, peak memory; its options are checked") {
   const result r = run_cli(split + " -i x=1 --benchmark --repeat 7 --number 3 --cooldown-ms 1 --repeats-to-cooldown 2");
   CHECK(r.status == 0);
   CHECK(has(r, "run(): 7 repeats of 3 runs; per run in us: mean "));
   for (const char* s : {"median ", "std ", "min ", "max ", "p90 ", "p99 "}) CHECK(has(r, s));
+  // CPU time, each start-up step, the first run and peak memory, each a positive figure
+  auto figure_after = [&r](const std::string& label) {
+    const auto at = r.out.find(label);
+    REQUIRE_MESSAGE(at != std::string::npos, label);
+    return std::stod(r.out.substr(at + label.size()));
+  };
+  CHECK(figure_after("run(): CPU time per run in us: ") > 0);
+  double steps = 0;
+  for (const char* step : {"read graph ", "read parameters ", "load library ", "plan (bind kernels, place storage) ", "create the executor "}) {
+    const double ms = figure_after(step);
+    CHECK(ms >= 0);
+    steps += ms;
+  }
+  CHECK(figure_after("; total ") == doctest::Approx(steps).epsilon(0.01));
+  CHECK(figure_after("first run in ms: ") > 0);
+  CHECK(figure_after("peak resident memory: ") > 1);  // MiB: a process with libraries loaded
+  const result single_bench = run_cli(single + " -i x=1 --benchmark --repeat 2");
+  CHECK(has(single_bench, "start-up in ms: load library, read its graph and parameters, plan "));
   const result m = run_cli(split + " -i x=1 --benchmark --repeat 2 --min-repeat-ms 5");
   CHECK(m.status == 0);
   CHECK(has(m, "2 repeats of at least 5 ms"));
@@ -391,6 +411,225 @@ TEST_CASE("--dump-dir writes every node's output as the node left it") {
   const auto soft = values_of(gexec::load_npy_file(dir / "nodes" / "6_softmax_0.npy"));
   const auto want = mlp(x);
   for (std::size_t i = 0; i < 3; ++i) CHECK(soft[i] == doctest::Approx(want[i]));
+}
+
+TEST_CASE("--compare-dump: every node against a dump in TVM's layout, inputs from it, exit 2 at the first divergence") {
+  const fs::path dir = scratch("compare_dump");
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  const auto params = gexec::load_param_dict_file(params_file);
+  const auto w1 = values_of(params.at("w1"));
+  std::vector<float> dense1(8);
+  for (std::size_t i = 0; i < 8; ++i)
+    for (std::size_t k = 0; k < 4; ++k) dense1[i] += w1[i * 4 + k] * x[k];
+  // TVM's debug executor keeps every node; this dump leaves relu1 and dense2 out.
+  auto write = [&](const fs::path& root, const std::vector<float>& d1) {
+    gexec::param_dict dump;
+    dump.set("x____topo-index:0____output-num:0", tensor({1, 4}, x));
+    dump.set("w1____topo-index:1____output-num:0", params.at("w1"));
+    dump.set("w2____topo-index:2____output-num:0", params.at("w2"));
+    dump.set("dense1____topo-index:3____output-num:0", tensor({1, 8}, d1));
+    dump.set("softmax____topo-index:6____output-num:0", tensor({1, 3}, mlp(x)));
+    fs::create_directories(root / "_tvmdbg_device_CPU_0");
+    gexec::save_param_dict_file(dump, root / "_tvmdbg_device_CPU_0" / "output_tensors.params");
+  };
+  write(dir / "same", dense1);
+  const result a = run_cli(split + " --compare-dump " + (dir / "same").string() + " --atol 1e-5");
+  CHECK(a.status == 0);
+  CHECK(has(a, "input x: from the dump"));
+  CHECK(has(a, "5 of 7 node outputs within the tolerance, 2 not in the dump"));
+  CHECK(has(a, "MATCH: every node the dump holds agrees"));
+  check_close(printed(a, "softmax:0"), mlp(x));
+
+  auto changed = dense1;
+  changed[5] += 0.25f;
+  write(dir / "changed", changed);
+  const result b = run_cli(split + " -i x=0.5,-1,2,0.25 --compare-dump " + (dir / "changed").string() + " --atol 1e-5");
+  CHECK(b.status == 2);
+  CHECK(!has(b, "from the dump"));
+  CHECK(has(b, "FIRST DIVERGENCE at node 3 (dense1), output 0: float32[1, 8]"));
+  CHECK(has(b, "function: test_dense"));
+  CHECK(has(b, "input: x:0 float32[1, 4]"));
+  CHECK(has(b, "input: w1:0 float32[8, 4]"));
+  CHECK(has(b, "1 of 8 elements beyond atol 1e-05 rtol 0, the first at flat index 5; max abs diff 0.25"));
+  CHECK(run_cli(split + " --compare-dump " + (dir / "changed").string() + " --atol 0.3").status == 0);
+
+  const result c = run_cli(split + " --compare-dump " + (dir / "none").string());
+  CHECK(c.status == 1);
+  CHECK(has(c, "no such file or directory"));
+}
+
+TEST_CASE("--convert-params: TVM's blob to .safetensors and back bit for bit; --params reads either") {
+  const fs::path dir = scratch("convert");
+  const std::string st = (dir / "mlp.safetensors").string(), back = (dir / "mlp.params").string();
+  const result a = run_cli(" --convert-params " + params_file + " " + st);
+  CHECK(a.status == 0);
+  CHECK(has(a, "wrote 2 tensors (224 bytes) to " + st + " as .safetensors"));
+  std::ifstream f(st, std::ios::binary);
+  char first[9];
+  f.read(first, 9);
+  CHECK(first[8] == '{');  // the format's JSON header, not TVM's magic
+  CHECK(run_cli(" --convert-params " + st + " " + back).status == 0);
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  CHECK(bytes(back) == bytes(params_file));
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  const result r = run_cli(" -g " + graph_file + " -l " + GEXEC_TEST_KERNELS + " -p " + st + " -i x=0.5,-1,2,0.25");
+  CHECK(r.status == 0);
+  check_close(printed(r, "softmax:0"), mlp(x));
+
+  CHECK(has(run_cli(" --convert-params " + st), "--convert-params: At least 2 required but received 1"));
+  const result same = run_cli(" --convert-params " + st + " " + st);
+  CHECK(same.status == 1);
+  CHECK(has(same, "is the input"));
+  const result mixed = run_cli(split + " --convert-params " + st + " " + back);
+  CHECK(mixed.status == 1);
+  CHECK(has(mixed, "give it alone"));
+  std::ofstream(dir / "bad.safetensors", std::ios::binary) << std::string("\x15\0\0\0\0\0\0\0{\"w\":{\"dtype\":\"C64\"}}", 29);
+  const result bad = run_cli(" --convert-params " + (dir / "bad.safetensors").string() + " " + back);
+  CHECK(bad.status == 1);
+  CHECK(has(bad, "at byte 9: tensor \"w\""));
+}
+
+TEST_CASE("inputs from one .npz or raw .bin files, outputs to one .npz named by the graph") {
+  const fs::path dir = scratch("npz");
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  std::ofstream(dir / "x.bin", std::ios::binary).write(reinterpret_cast<const char*>(x.data()), 16);
+  const result raw = run_cli(split + " -i x=@" + (dir / "x.bin").string() + " --output " + (dir / "out.npz").string());
+  CHECK(raw.status == 0);
+  check_close(printed(raw, "softmax:0"), mlp(x));
+  CHECK(has(raw, "wrote 1 outputs to " + (dir / "out.npz").string() + " (softmax)"));
+  const auto out = gexec::load_npz_file(dir / "out.npz");
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].first == "softmax");
+  const auto want = mlp(x);
+  const auto got = values_of(out[0].second);
+  REQUIRE(got.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+
+  std::ofstream(dir / "in.npz", std::ios::binary) << gexec::save_npz({{"x", tensor({1, 4}, x)}});
+  const result npz = run_cli(split + " -i @" + (dir / "in.npz").string());
+  CHECK(npz.status == 0);
+  check_close(printed(npz, "softmax:0"), mlp(x));
+  std::ofstream(dir / "wrong.npz", std::ios::binary) << gexec::save_npz({{"y", tensor({1, 4}, x)}});
+  CHECK(has(run_cli(split + " -i @" + (dir / "wrong.npz").string()), "no input of that name or index (inputs: x)"));
+  std::ofstream(dir / "shape.npz", std::ios::binary) << gexec::save_npz({{"x", tensor({4}, x)}});
+  CHECK(has(run_cli(split + " -i @" + (dir / "shape.npz").string()), "x has shape [4], the model wants [1, 4]"));
+  std::ofstream(dir / "short.bin", std::ios::binary) << "abc";
+  CHECK(has(run_cli(split + " -i x=@" + (dir / "short.bin").string()), "holds 3 bytes; the model's float32[1, 4] takes 16"));
+  CHECK(has(run_cli(split + " -i x=1 --output " + (dir / "out.npy").string()), "name it FILE.npz"));
+}
+
+TEST_CASE("--expected by plain name or index, checked before the run; --zero-missing never fills weights; the progress bar on stderr") {
+  const fs::path dir = scratch("friction");
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  gexec::save_npy_file(dir / "want.npy", tensor({1, 3}, mlp(x)));
+  for (const std::string name : {"softmax", "softmax:0", "0"}) {
+    const result r = run_cli(split + " -i x=0.5,-1,2,0.25 --atol 1e-6 --expected " + name + "=@" + (dir / "want.npy").string());
+    CHECK(r.status == 0);
+    CHECK(has(r, "MATCH output 0 (softmax:0)"));
+  }
+  const result unknown = run_cli(split + " -i x=0.5,-1,2,0.25 --expected soft=@" + (dir / "want.npy").string());
+  CHECK(unknown.status == 1);
+  CHECK(has(unknown, "--expected soft: the model has no output of that name or index (outputs: softmax:0)"));
+  CHECK(!has(unknown, "softmax:0: float32"));  // refused before the run
+  const result missing_file = run_cli(split + " -i x=1 --expected 0=@" + (dir / "none.npy").string());
+  CHECK(missing_file.status == 1);
+  CHECK(!has(missing_file, "softmax:0: float32"));
+
+  // a split model without --params: its weights are not zero-filled, and the error names --params
+  const std::string no_params = " -g " + graph_file + " -l " + GEXEC_TEST_KERNELS;
+  for (const std::string extra : {"", " --zero-missing"}) {
+    const result r = run_cli(no_params + " -i x=1" + extra);
+    CHECK(r.status == 1);
+    CHECK(has(r, "no value given for input w1"));
+    CHECK(has(r, "--params FILE"));
+    CHECK(!has(r, "softmax:0: float32"));
+  }
+  // with --params, --zero-missing fills the input
+  check_close(printed(run_cli(split + " --zero-missing"), "softmax:0"), mlp({0, 0, 0, 0}));
+
+  // the bar goes to stderr only
+  const std::string cmd = std::string(GEXEC_RUN) + split + " -i x=1 --progress always 2>" + (dir / "err.txt").string();
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  CHECK(::pclose(p) == 0);
+  CHECK(out.find("loading") == std::string::npos);
+  CHECK(out.find("softmax:0: float32[1, 3]") != std::string::npos);
+  std::ifstream err(dir / "err.txt");
+  const std::string err_text((std::istreambuf_iterator<char>(err)), {});
+  CHECK(err_text.find("loading params.bin [##############################] 100%") != std::string::npos);
+}
+
+TEST_CASE("--dump-dir names sort in graph order: indices zero-padded") {
+  const fs::path dir = scratch("dump_order");
+  gexec::graph_builder b;
+  auto v = b.input("x", {2});
+  for (int i = 0; i < 11; ++i) v = b.op("inc" + std::to_string(i), "test_add_one", {v}, {{{2}}});
+  b.output(v);
+  std::ofstream(dir / "chain.json") << gexec::to_json(b.build());
+  const result r = run_cli(" -g " + (dir / "chain.json").string() + " -l " + GEXEC_TEST_KERNELS + " -i x=0.5 --dump-dir " + (dir / "nodes").string());
+  CHECK(r.status == 0);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir / "nodes")) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  REQUIRE(names.size() == 12);
+  CHECK(names.front() == "00_x_0.npy");
+  CHECK(names[1] == "01_inc0_0.npy");
+  CHECK(names[10] == "10_inc9_0.npy");
+  CHECK(names.back() == "11_inc10_0.npy");
+  for (std::size_t i = 0; i < names.size(); ++i)  // node i holds 0.5 + i
+    CHECK(values_of(gexec::load_npy_file(dir / "nodes" / names[i])) == std::vector<float>{0.5f + static_cast<float>(i), 0.5f + static_cast<float>(i)});
+}
+
+TEST_CASE("reference bundles: --make-bundle from a run or from given outputs, --verify exits 0 or 2 with a report per output") {
+  const fs::path dir = scratch("bundle");
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  // expected outputs computed here, as TVM's would be given
+  std::ofstream(dir / "want.npz", std::ios::binary) << gexec::save_npz({{"softmax", tensor({1, 3}, mlp(x))}});
+  const std::string b = (dir / "b").string();
+  const result made = run_cli(split + " -i x=0.5,-1,2,0.25 --atol 1e-6 --make-bundle " + b + " --bundle-expected " + (dir / "want.npz").string());
+  CHECK(made.status == 0);
+  CHECK(has(made, "wrote a bundle to " + b + ": the model, 1 inputs, 1 expected outputs (from " + (dir / "want.npz").string() + "), atol 1e-06 rtol 0"));
+  for (const char* f : {"bundle.txt", "graph.json", "lib.so", "params.bin", "inputs.npz", "expected.npz"}) CHECK_MESSAGE(fs::exists(fs::path(b) / f), f);
+  const result ok = run_cli(" --verify " + b);
+  CHECK(ok.status == 0);
+  CHECK(has(ok, "MATCH output 0 (softmax:0)"));
+  CHECK(has(ok, "VERIFIED: the bundle " + b + ", 1 outputs against expected.npz (atol 1e-06, rtol 0)"));
+
+  // wrong expected outputs: exit 2 and the element; a looser --atol on the command line wins
+  auto off = mlp(x);
+  off[1] += 0.01f;
+  std::ofstream(dir / "off.npz", std::ios::binary) << gexec::save_npz({{"0", tensor({1, 3}, off)}});
+  const std::string c = (dir / "c").string();
+  CHECK(run_cli(split + " -i x=0.5,-1,2,0.25 --atol 1e-6 --make-bundle " + c + " --bundle-expected " + (dir / "off.npz").string()).status == 0);
+  const result bad = run_cli(" --verify " + c);
+  CHECK(bad.status == 2);
+  CHECK(has(bad, "MISMATCH output 0 (softmax:0): 1 of 3 elements differ beyond atol 1e-06 rtol 0; first at element 1"));
+  CHECK(has(bad, "FAILED: the bundle"));
+  CHECK(run_cli(" --verify " + c + " --atol 0.02").status == 0);
+
+  // from a run of a single-file model, this run's outputs
+  const std::string s1 = (dir / "single").string();
+  CHECK(run_cli(single + " -i x=0.5,-1,2,0.25 --make-bundle " + s1).status == 0);
+  CHECK(fs::exists(fs::path(s1) / "model.so"));
+  const result single_ok = run_cli(" --verify " + s1);
+  CHECK(single_ok.status == 0);
+  check_close(printed(single_ok, "softmax:0"), mlp(x));
+
+  // bad bundles and command lines
+  CHECK(has(run_cli(" --verify " + (dir / "none").string()), "no bundle.txt in it"));
+  std::ofstream(fs::path(c) / "bundle.txt") << "gexec-bundle 1\nmodel ../../etc/passwd\n";
+  CHECK(has(run_cli(" --verify " + c), "expected KEY FILE (a file in the bundle)"));
+  CHECK(has(run_cli(" --verify " + b + split), "give no model, --input or --make-bundle with it"));
+  CHECK(has(run_cli(split + " -i x=1 --bundle-expected " + (dir / "want.npz").string()), "--bundle-expected goes with --make-bundle"));
+  std::ofstream(dir / "shape.npz", std::ios::binary) << gexec::save_npz({{"softmax", tensor({3}, off)}});
+  CHECK(has(run_cli(split + " -i x=1 --make-bundle " + (dir / "d").string() + " --bundle-expected " + (dir / "shape.npz").string()),
+            "softmax is float32[3], output softmax:0 is float32[1, 3]"));
 }
 
 TEST_CASE("--threads, --device, --policy and --progress") {

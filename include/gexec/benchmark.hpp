@@ -2,9 +2,14 @@
 // gexec::benchmark: TVM's time evaluator (module.benchmark / time_evaluator) for
 // anything with a run() member, or any callable: one warm-up call, then `repeat`
 // measurements of `number` calls each, growing `number` until a measurement lasts
-// at least `min_repeat_ms`.
+// at least `min_repeat_ms`. Beside the wall time per call: the first (cold) call's time,
+// the process's CPU time per call (all its threads: on a busy machine wall time alone
+// misleads), and its peak resident memory, as LiteRT's benchmark reports them.
 
 #include "config.hpp"
+
+#include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,9 +33,25 @@ struct benchmark_options {
 struct benchmark_result {
   std::vector<double> results;
   double mean = 0, median = 0, std = 0, min = 0, max = 0;
+  double first = 0;    ///< seconds of the first call (the warm-up, cold caches and pages)
+  double cpu_mean = 0; ///< the process's CPU seconds (user + system, every thread) per measured call
+  std::uint64_t peak_rss_bytes = 0;  ///< the process's peak resident memory when the measurement ended
 };
 
 namespace detail {
+/// CPU seconds this process has used, all its threads, user and system.
+inline double process_cpu_seconds() noexcept {
+  timespec t{};
+  if (::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) return 0;
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+/// The process's peak resident memory so far, in bytes (0 where the system does not say).
+inline std::uint64_t peak_rss_bytes() noexcept {
+  rusage u{};
+  if (::getrusage(RUSAGE_SELF, &u) != 0 || u.ru_maxrss < 0) return 0;
+  return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;  // Linux: KiB
+}
+
 /// Fills the mean, median, deviation, min and max of r.results.
 GEXEC_DECL void summarize(benchmark_result& r);
 }  // namespace detail
@@ -40,7 +61,11 @@ template <class F>
 benchmark_result benchmark(F&& f, benchmark_options opt = {}) {
   using clock = std::chrono::steady_clock;
   benchmark_result r;
+  const auto first_start = clock::now();
   f();  // warm-up, as TVM's time evaluator does
+  r.first = std::chrono::duration<double>(clock::now() - first_start).count();
+  const double cpu_start = detail::process_cpu_seconds();
+  double calls = 0;
   // Calls per measurement, in 64 bits and capped: a call too fast for the clock (or one
   // the compiler removed) makes the estimate below huge or infinite, and growing `number`
   // must neither overflow nor go on for ever. A measurement made at the cap is the last
@@ -65,10 +90,13 @@ benchmark_result benchmark(F&& f, benchmark_options opt = {}) {
       auto t0 = clock::now();
       for (std::int64_t j = 0; j < number; ++j) f();
       ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      calls += static_cast<double>(number);
       if (ms == 0) ++zero_times;
     } while (ms < opt.min_repeat_ms && zero_times < opt.limit_zero_time_iterations && !at_cap);
     r.results.push_back(ms / 1e3 / static_cast<double>(number));
   }
+  if (calls > 0) r.cpu_mean = (detail::process_cpu_seconds() - cpu_start) / calls;
+  r.peak_rss_bytes = detail::peak_rss_bytes();
   detail::summarize(r);
   return r;
 }

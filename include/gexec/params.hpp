@@ -11,6 +11,9 @@
 // blob as it is (load_param_dict returns the pads too; a graph executor ignores names
 // that are not graph inputs); gexec's readers drop every name that starts with
 // "__gexec_pad_", and its writers refuse such names in a dict.
+//
+// .safetensors files (safetensors.hpp) are read by the same calls, told apart from TVM's
+// blobs by their first bytes, and written by save_safetensors / save_safetensors_file.
 
 #include "config.hpp"
 
@@ -44,6 +47,7 @@
 #include "detail/shape.hpp"
 #include "load_progress.hpp"
 #include "ndarray.hpp"
+#include "safetensors.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 
@@ -440,14 +444,26 @@ inline std::span<const std::byte> as_bytes(std::string_view s) noexcept {
 
 }  // namespace detail
 
-/// Reads a parameter blob (tvm.runtime.save_param_dict's bytes); the tensors are copies.
+namespace detail {
+inline param_dict to_param_dict(std::vector<std::pair<std::string, ndarray>>&& tensors) {
+  param_dict dict;
+  for (auto& [name, a] : tensors) dict.set(std::move(name), std::move(a));
+  return dict;
+}
+}  // namespace detail
+
+/// Reads a parameter blob (tvm.runtime.save_param_dict's bytes, or a .safetensors file's);
+/// the tensors are copies.
 inline param_dict load_param_dict(std::span<const std::byte> blob) {
+  if (blob.size() >= 9 && detail::looks_like_safetensors(blob.first(9)))
+    return detail::to_param_dict(detail::read_safetensors(blob, "safetensors"));
   detail::byte_reader in(blob, "params");
   return detail::read_param_blob(in, [](auto& r, detail::tensor_header& h) { return detail::copy_tensor_data(r, h); });
 }
 inline param_dict load_param_dict(std::string_view blob) { return load_param_dict(detail::as_bytes(blob)); }
 
-/// Reads a parameter file. Only regular files are read: a FIFO, a directory or a device
+/// Reads a parameter file: TVM's blob, or a .safetensors file (told apart by the first
+/// bytes; read as safetensors.hpp says, with the same modes). Only regular files are read: a FIFO, a directory or a device
 /// is refused (errc::io, naming the path) before anything is read from it.
 ///  - load_mode::copy (the default): the header is read and checked first (a file that is
 ///    not a parameter blob is refused after one small read, however large it is), then
@@ -469,6 +485,15 @@ inline param_dict load_param_dict_file(const std::filesystem::path& path, load_m
     detail::regular_file file(path, "parameter file");
     detail::lock_file(file.fd(), LOCK_SH, file.name(), "is being written (another process holds an exclusive flock on it)");
     detail::progress_sink sink(&progress, file.size());
+    if (file.size() >= 9) {
+      std::byte first[9];
+      file.read_exact(first, 9, 0);
+      if (detail::looks_like_safetensors(first)) {
+        param_dict dict = detail::to_param_dict(detail::read_safetensors_file(file, &sink));
+        sink.report(file.size());
+        return dict;
+      }
+    }
     detail::file_reader in(file, "params " + path.string(), errc::invalid_params, &sink);
     param_dict dict = detail::read_param_blob(in, [](auto& r, detail::tensor_header& h) { return detail::copy_tensor_data(r, h); }, &sink);
     sink.report(file.size());
@@ -477,6 +502,12 @@ inline param_dict load_param_dict_file(const std::filesystem::path& path, load_m
   auto mapping = std::make_shared<const detail::mapped_file>(path);
   const std::span<const std::byte> bytes = mapping->bytes();
   detail::progress_sink sink(&progress, bytes.size());
+  if (bytes.size() >= 9 && detail::looks_like_safetensors(bytes.first(9))) {
+    param_dict dict = detail::to_param_dict(detail::read_safetensors(bytes, "safetensors " + path.string(), mapping));
+    sink.report(bytes.size());
+    detail::param_dict_access::set_mapped(dict, bytes);
+    return dict;
+  }
   detail::byte_reader in(bytes, "params " + path.string());
   // Views where the elements are aligned; copies of the rest read from the file, which
   // neither faults the mapping's pages in nor keeps them.
@@ -609,12 +640,26 @@ inline std::vector<std::byte> save_param_dict(const param_dict& dict, save_optio
 }
 inline std::vector<std::byte> save_param_dict(const param_dict& dict) { return save_param_dict(dict, save_options{}); }
 
+namespace detail {
+inline void write_parameter_file(const std::vector<std::byte>& bytes, const std::filesystem::path& path);
+}  // namespace detail
+
 /// Writes a parameter file as a cooperating writer: it takes an exclusive flock before
 /// truncating, and refuses (errc::io) a file that is mapped (load_mode::mmap) or being
 /// read by load_param_dict_file, here or in another process, instead of changing the
 /// views or raising SIGBUS in their users.
 inline void save_param_dict_file(const param_dict& dict, const std::filesystem::path& path, save_options options = {}) {
-  auto bytes = save_param_dict(dict, options);
+  detail::write_parameter_file(save_param_dict(dict, options), path);
+}
+
+/// Writes `dict` as a .safetensors file (see save_safetensors), as save_param_dict_file
+/// writes: under an exclusive flock, refusing a file that is mapped or being read.
+inline void save_safetensors_file(const param_dict& dict, const std::filesystem::path& path) {
+  detail::write_parameter_file(save_safetensors(dict), path);
+}
+
+namespace detail {
+inline void write_parameter_file(const std::vector<std::byte>& bytes, const std::filesystem::path& path) {
   const std::string name = "parameter file " + path.string();
   // errno is read once, as the call that failed left it, before a message is built.
   auto fail_errno = [&](const char* doing, int err) {
@@ -643,5 +688,7 @@ inline void save_param_dict_file(const param_dict& dict, const std::filesystem::
     left -= static_cast<std::size_t>(n);
   }
 }
+
+}  // namespace detail
 
 GEXEC_NAMESPACE_END

@@ -24,8 +24,9 @@ from ._device import Device, cpu, cuda, device  # noqa: E402
 from . import nd, runtime  # noqa: E402
 from .contrib import graph_executor  # noqa: E402
 from .model import Model  # noqa: E402
+from .compare import DumpComparison, compare_dump  # noqa: E402
 
 __version__ = _gexec.__version__
 
 __all__ = ["Error", "NotFoundError", "InvalidArgumentError", "UnsupportedError", "Device", "cpu", "cuda", "device",
-           "nd", "runtime", "graph_executor", "Model", "__version__"]
+           "nd", "runtime", "graph_executor", "Model", "compare_dump", "DumpComparison", "__version__"]

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 #include <memory>
 #include <optional>
@@ -495,6 +496,48 @@ NB_MODULE(_gexec, m) {
         std::vector<std::tuple<std::uint32_t, std::uint32_t, gexec::ndarray>> out;
         for (auto& o : gexec::debug_get_outputs(b.ex)) out.emplace_back(o.node_id, o.index, std::move(o.value));
         return out;
+      })
+      // Every node's outputs against TVM's debug executor's dump (gexec/debug/compare_dump.hpp):
+      // (file, inputs taken from the dump, rows in graph order, index of the first divergence
+      // or -1, the table, the first divergence described).
+      .def("compare_dump", [](executor_box& b, const std::string& dir, double atol, double rtol, bool inputs_from_dump) {
+        const std::filesystem::path file = gexec::find_dump_file(dir);
+        const gexec::param_dict dump = gexec::load_param_dict_file(file);
+        std::vector<std::string> taken;
+        if (inputs_from_dump) taken = gexec::set_inputs_from_dump(b.ex, dump);
+        gexec::dump_comparison c;
+        {
+          gil_released nogil;
+          c = gexec::compare_dump(b.ex, dump, {.atol = atol, .rtol = rtol});
+        }
+        c.file = file;
+        nb::list rows;
+        int first = -1;
+        const gexec::node_comparison* divergence = c.first_divergence();
+        for (std::size_t i = 0; i < c.nodes.size(); ++i) {
+          const gexec::node_comparison& n = c.nodes[i];
+          if (&n == divergence) first = static_cast<int>(i);
+          nb::dict row;
+          row["node_id"] = n.node_id;
+          row["index"] = n.index;
+          row["name"] = n.name;
+          row["func_name"] = n.func_name;
+          row["key"] = n.key;
+          row["dtype"] = gexec::to_string(n.dtype);
+          row["shape"] = nb::cast(n.shape);
+          row["inputs"] = nb::cast(n.inputs);
+          row["found"] = n.found;
+          row["problem"] = n.problem;
+          row["count"] = n.count;
+          row["mismatched"] = n.mismatched;
+          row["first_mismatch"] = n.first_mismatch;
+          row["max_abs"] = n.max_abs;
+          row["max_rel"] = n.max_rel;
+          row["max_ulps"] = n.is_float ? nb::cast(n.max_ulps) : nb::none();
+          row["within"] = n.within();
+          rows.append(row);
+        }
+        return nb::make_tuple(file.string(), taken, rows, first, c.table(), divergence ? c.describe(*divergence) : std::string());
       })
       .def("run_individual", [](executor_box& b, int repeat, int number, int min_repeat_ms, int limit_zero_time_iterations,
                                 int cooldown_interval_ms, int repeats_to_cooldown) {

@@ -64,3 +64,48 @@ def test_bfloat16_input_from_uint16_npy(kernels_lib, tmp_path):
     np.save(tmp_path / "wide.npy", bits.astype(np.uint32))
     r = run("-g", tmp_path / "g.json", "-l", kernels_lib, "-i", "x=@%s" % (tmp_path / "wide.npy"))
     assert r.returncode == 1 and "dtype" in r.stderr
+
+
+def test_npz_inputs_and_outputs_as_numpy_writes_and_reads_them(conformance_dir, tmp_path):
+    _exe()
+    d = conformance_dir / "mlp"
+    inputs = {k: v.numpy() for k, v in gexec.runtime.load_param_dict_from_file(d / "inputs.bin").items()}
+    want = gexec.runtime.load_param_dict_from_file(d / "outputs.bin")["0"].numpy()
+    np.savez(tmp_path / "inputs.npz", **inputs)  # numpy's own archive (Zip64 local headers)
+    r = run(d / "model.so", "-i", "@%s" % (tmp_path / "inputs.npz"), "--output", tmp_path / "out.npz")
+    assert r.returncode == 0, r.stderr
+    with np.load(tmp_path / "out.npz") as out:  # zipfile checks the CRC-32s
+        assert len(out.files) == 1
+        assert out[out.files[0]].tobytes() == want.tobytes()
+    np.savez_compressed(tmp_path / "packed.npz", **inputs)
+    r = run(d / "model.so", "-i", "@%s" % (tmp_path / "packed.npz"))
+    assert r.returncode == 1 and "compressed" in r.stderr
+    for name, value in inputs.items():
+        value.tofile(tmp_path / (name + ".bin"))
+    r = run(d / "model.so", *sum((["-i", "%s=@%s" % (n, tmp_path / (n + ".bin"))] for n in inputs), []), "--output", tmp_path / "raw.npz")
+    assert r.returncode == 0, r.stderr
+    with np.load(tmp_path / "raw.npz") as out:
+        assert out[out.files[0]].tobytes() == want.tobytes()
+
+
+def test_bundle_from_tvms_outputs_verifies(conformance_dir, tmp_path):
+    # TVM's own outputs (outputs.bin, written by TVM when the model was built) as the
+    # bundle's expected outputs; --verify runs the copied model on the bundled inputs.
+    _exe()
+    d = conformance_dir / "resnet"
+    inputs = {k: v.numpy() for k, v in gexec.runtime.load_param_dict_from_file(d / "inputs.bin").items()}
+    want = gexec.runtime.load_param_dict_from_file(d / "outputs.bin")["0"].numpy()
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    np.savez(tmp_path / "tvm.npz", **{"0": want})
+    bundle = tmp_path / "bundle"
+    r = run(d / "model.so", "-i", "@%s" % (tmp_path / "inputs.npz"), "--atol", "1e-5", "--rtol", "1e-5",
+            "--make-bundle", bundle, "--bundle-expected", tmp_path / "tvm.npz")
+    assert r.returncode == 0, r.stderr
+    r = run("--verify", bundle)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "VERIFIED" in r.stdout and "MATCH output 0" in r.stdout
+    with np.load(bundle / "expected.npz") as e:
+        assert e[e.files[0]].tobytes() == want.tobytes()
+    np.savez(bundle / "expected.npz", **{e_name: want + 0.5 for e_name in ["0"]})
+    r = run("--verify", bundle)
+    assert r.returncode == 2 and "MISMATCH output 0" in r.stdout

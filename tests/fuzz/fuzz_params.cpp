@@ -1,5 +1,7 @@
 // libFuzzer target: load_param_dict on arbitrary bytes. Malformed input must end in
-// gexec::error and nothing else. For a blob that loads:
+// gexec::error and nothing else. Bytes that load_param_dict takes for a .safetensors file
+// ('{' at byte 8) are fuzz_safetensors' inputs, and only checked for that. For a blob
+// that loads:
 //  - save_param_dict writes it back byte for byte, except the fields the format
 //    reserves and gexec does not keep (the header's and each tensor's reserved u64,
 //    and each tensor's device id), which it writes as zero;
@@ -9,6 +11,7 @@
 
 #include <gexec/params.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -69,6 +72,13 @@ std::vector<std::byte> without_unkept_fields(std::span<const std::byte> blob, co
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::byte> blob(reinterpret_cast<const std::byte*>(data), size);
+  if (gexec::detail::looks_like_safetensors(blob.first(std::min<std::size_t>(size, 9)))) {
+    try {
+      (void)gexec::load_param_dict(blob);
+    } catch (const gexec::error&) {
+    }
+    return 0;
+  }
   gexec::param_dict dict;
   try {
     dict = gexec::load_param_dict(blob);
