@@ -129,8 +129,8 @@ TEST_CASE("save_safetensors: the layout the format describes, data aligned, read
   CHECK(gexec::save_safetensors(copied) == file);
   {
     const gexec::param_dict mapped = gexec::load_param_dict_file(p, gexec::load_mode::mmap);
-    for (const auto& [name, a] : mapped)
-      if (a.byte_size()) CHECK_MESSAGE(mapped.is_mapped(a), name);
+    for (const auto& item : mapped)  // (clang 14 does not capture structured bindings in doctest's lambdas)
+      if (item.second.byte_size()) CHECK_MESSAGE(mapped.is_mapped(item.second), item.first);
     CHECK(gexec::save_safetensors(mapped) == file);
   }
   fs::remove(p);

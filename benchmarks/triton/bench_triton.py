@@ -133,25 +133,8 @@ def percentile_ms(latencies, q):
     return float(np.percentile(np.asarray(latencies), q)) * 1e3
 
 
-def gexec_run_median_ms(gexec_run, model_so):
-    """The median of gexec-run's in-process run() with one kernel thread, in ms."""
-    command = [gexec_run, model_so, "--zero-missing", "--benchmark", "--threads", "1",
-               "--repeat", "20", "--min-repeat-ms", "100"]
-    out = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
-    if out.returncode != 0:
-        raise RuntimeError("%s failed (%d):\n%s" % (" ".join(command), out.returncode, out.stderr[-2000:]))
-    match = re.search(r"per run in (ns|us|ms|s)\b.*?median ([0-9.eE+-]+)", out.stdout)
-    if not match:
-        raise RuntimeError("no median in the output of %s:\n%s" % (" ".join(command), out.stdout[-2000:]))
-    scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[match.group(1)]
-    return float(match.group(2)) * scale
-
-
-def gexec_run_gpu_median_ms(gexec_run, model_dir, cuda_graph):
-    """The median of gexec-run's in-process run() of the split model on cuda:0, in ms."""
-    command = [gexec_run, "--graph", os.path.join(model_dir, "graph.json"), "--lib", os.path.join(model_dir, "lib.so"),
-               "--params", os.path.join(model_dir, "params"), "--device", "cuda:0", "--zero-missing", "--benchmark",
-               "--repeat", "20", "--min-repeat-ms", "100"] + (["--cuda-graph"] if cuda_graph else [])
+def median_ms(command):
+    """The median per run, in ms, that `gexec-run ... --benchmark` prints."""
     out = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError("%s failed (%d):\n%s" % (" ".join(command), out.returncode, out.stderr[-2000:]))
@@ -159,6 +142,19 @@ def gexec_run_gpu_median_ms(gexec_run, model_dir, cuda_graph):
     if not match:
         raise RuntimeError("no median in the output of %s:\n%s" % (" ".join(command), out.stdout[-2000:]))
     return float(match.group(2)) * {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[match.group(1)]
+
+
+def gexec_run_median_ms(gexec_run, model_so):
+    """The median of gexec-run's in-process run() with one kernel thread, in ms."""
+    return median_ms([gexec_run, model_so, "--zero-missing", "--benchmark", "--threads", "1",
+                      "--repeat", "20", "--min-repeat-ms", "100"])
+
+
+def gexec_run_gpu_median_ms(gexec_run, model_dir, cuda_graph):
+    """The median of gexec-run's in-process run() of the split model on cuda:0, in ms."""
+    return median_ms([gexec_run, "--graph", os.path.join(model_dir, "graph.json"), "--lib", os.path.join(model_dir, "lib.so"),
+                      "--params", os.path.join(model_dir, "params"), "--device", "cuda:0", "--zero-missing", "--benchmark",
+                      "--repeat", "20", "--min-repeat-ms", "100"] + (["--cuda-graph"] if cuda_graph else []))
 
 
 def gpu_main(args):

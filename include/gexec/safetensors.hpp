@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "detail/byte_io.hpp"
+#include "detail/json_path.hpp"
 #include "detail/shape.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
@@ -134,23 +135,6 @@ inline void check_safetensors_coverage(const std::vector<safetensors_entry>& ten
 /// Boost.JSON in safetensors_impl.hpp.
 GEXEC_DECL std::vector<safetensors_entry> parse_safetensors_header(std::string_view header, std::uint64_t file_size, const std::string& what);
 
-/// `s` as a JSON string, quoted, with '"', '\\' and control characters escaped.
-inline std::string json_quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + '"';
-}
 
 /// Host storage for one tensor; errc::out_of_memory naming it when there is none.
 inline ndarray safetensors_storage(const safetensors_entry& e, const std::string& what) {

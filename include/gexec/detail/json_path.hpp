@@ -1,11 +1,13 @@
 #pragma once
 // JSON paths for error messages ("nodes[12].inputs[1]"), shared by the JSON reader and
 // by graph validation, which names the JSON path of whatever it refuses. Paths are
-// linked stack frames, so the happy path builds no string.
+// linked stack frames, so the happy path builds no string. Also: JSON strings for the
+// JSON gexec writes.
 
 #include "../config.hpp"
 
 #include <cstddef>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -13,6 +15,25 @@
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
+
+/// `s` as a JSON string, quoted, with '"', '\\' and control characters escaped (for the
+/// JSON gexec writes: .safetensors headers, Chrome traces).
+inline std::string json_quoted(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + '"';
+}
 
 /// `s` for an error message: control characters (NUL first: it would end the message
 /// for every C reader of what()) written as \xNN, everything else as it is.

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../detail/json_path.hpp"
 #include "../executor/executor_view.hpp"
 #include "../graph.hpp"
 #include "../plan.hpp"
@@ -116,22 +117,7 @@ class trace_recorder {
     return buf;
   }
   /// A JSON string: quotes, backslashes and control characters escaped.
-  static std::string quoted(std::string_view s) {
-    std::string out = "\"";
-    for (const char c : s) {
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-        out += buf;
-      } else {
-        out += c;
-      }
-    }
-    return out + '"';
-  }
+  static std::string quoted(std::string_view s) { return detail::json_quoted(s); }
 
   const graph* graph_;
   std::vector<slot> slots_;
