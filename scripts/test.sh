@@ -7,7 +7,8 @@
 #   tsan           clang 14 with ThreadSanitizer, only the concurrency tests (CTest label tsan) and the emulated CUDA suite
 #   clang-release  clang 14, Release (-O3) as users build it: every test but conformance, packaging and compile-fail
 #   gcc-debug      g++ 12, Debug (-O0 -g, assertions on): every unit test, so that a test depending on the build
-#                  type (optimisation, debug information, NDEBUG) is caught; CUDA, benchmarks and examples left out
+#                  type (optimisation, debug information, NDEBUG) is caught; CUDA, benchmarks, examples, gexec-run and
+#                  the compiled-mode library left out (the Release stages test those)
 #   gcc            g++ 12, Release (-O3): every test, the TVM conformance suite, packaging and compile-fail tests included,
 #                  the TVM-FFI suite (label tvm_ffi: kernels compiled by PyPI's apache-tvm 0.27, the ABI of TVM >= 0.21),
 #                  and the Triton backend served by a real Triton server (label triton; PyPI's nvidia-pytriton wheel),
@@ -86,7 +87,8 @@ clang_release_stage() {
 }
 
 gcc_debug_stage() {
-  type=Debug configure "$build-gcc-debug" gcc g++ -DGEXEC_ENABLE_CUDA=OFF -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF
+  type=Debug configure "$build-gcc-debug" gcc g++ -DGEXEC_ENABLE_CUDA=OFF -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF \
+    -DGEXEC_BUILD_TOOLS=OFF -DGEXEC_BUILD_COMPILED=OFF
   cmake --build "$build-gcc-debug" -j "$jobs"
   ctest --test-dir "$build-gcc-debug" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail|triton"
 }
