@@ -165,14 +165,21 @@ struct model_sources {
   gexec::validated_graph graph;
   gexec::module lib;
   gexec::param_dict params;
+  /// A single-file library's parsed blob, kept while the model is: the library shares it
+  /// with whatever reads it again (the models built per device), instead of parsing a
+  /// second copy of the weights.
+  std::optional<gexec::factory> embedded;
 };
 
 model_sources load_sources(const model_files& f, const std::shared_ptr<gexec::runtime>& rt) {
   if (f.graph.empty()) {
-    const gexec::factory embedded = gexec::load_factory(f.library, rt);
-    return {gexec::parse_graph(embedded.graph_json()), embedded.lib(), embedded.params()};
+    gexec::factory embedded = gexec::load_factory(f.library, rt);
+    model_sources s{gexec::parse_graph(embedded.graph_json()), embedded.lib(), embedded.params(), std::nullopt};
+    s.embedded.emplace(std::move(embedded));
+    return s;
   }
-  return {gexec::load_graph_file(f.graph), rt->load_module(f.library), f.params.empty() ? gexec::param_dict{} : load_params_unmapped_on_unload(f.params)};
+  return {gexec::load_graph_file(f.graph), rt->load_module(f.library), f.params.empty() ? gexec::param_dict{} : load_params_unmapped_on_unload(f.params),
+          std::nullopt};
 }
 
 /// Whether the graph places any tensor on a CUDA device.
