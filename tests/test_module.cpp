@@ -621,3 +621,25 @@ TEST_CASE("a file that is not a kernel library is an io error saying why the loa
   }
   check_loaded_modules_work();
 }
+
+TEST_CASE("a library without the barrier slot gets independent parallel tasks, more than threads; one with it, a task per thread") {
+  // test_num_task writes the task count of its launch to out[t] for each task t.
+  auto run_once = [](const char* library) {
+    auto rt = gexec::runtime::create({.num_threads = 2});  // a fresh pool: nothing learnt yet, the first launch runs in parallel
+    gexec::graph_builder b;
+    auto x = b.input("x", {64});
+    b.output(b.op("count", "test_num_task", {x}, {{{64}}}));
+    gexec::model m(b.build(), gexec::packed_c_abi(gexec::load_module(library)), gexec::model_options{.runtime = rt});
+    auto ex = m.instantiate();
+    ex.set_input("x", gexec::ndarray::empty({64}, gexec::dtypes::float32));
+    ex.run();
+    return std::pair{ex.get_output(0).values<float>()[0], rt->pool().max_concurrency()};
+  };
+  const std::pair<float, int> together = run_once(GEXEC_TEST_KERNELS), independent = run_once(GEXEC_TEST_KERNELS_INDEPENDENT);
+  CHECK(together.first == static_cast<float>(together.second));
+  const int threads = independent.second;
+  CHECK(independent.first == static_cast<float>(threads > 1 ? gexec::detail::thread_pool::kTasksPerThread * threads : 1));
+  // The barrier-free build's kernel that needs the barrier says so.
+  gexec::module lib = gexec::load_module(GEXEC_TEST_KERNELS_INDEPENDENT);
+  CHECK_FALSE(lib.has_symbol("__TVMBackendParallelBarrier"));
+}

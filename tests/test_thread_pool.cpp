@@ -503,3 +503,138 @@ TEST_CASE("every task sees the launcher's run context, and workers drop it after
     }
   }
 }
+
+namespace {
+
+using gexec::detail::launch_options;
+using gexec::detail::task_kind;
+
+/// What the tasks of an independent launch saw.
+struct independent_check {
+  std::atomic<int> runs[4 * kMaxTasks] = {};
+  std::atomic<int> num_task{0};
+  std::atomic<int> threads_seen{0};
+  std::atomic<std::uint64_t> thread_mask{0};
+};
+
+int independent_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  auto& c = *static_cast<independent_check*>(cdata);
+  c.num_task.store(penv->num_task, std::memory_order_relaxed);
+  if (task_id < 0 || task_id >= 4 * kMaxTasks) return -1;
+  c.runs[task_id].fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("an independent launch runs kTasksPerThread tasks per thread, or the count asked for, each once") {
+  thread_pool pool(4);
+  for (int requested : {0, 3, 37, 2 * kMaxTasks}) {
+    for (int launch = 0; launch < 200; ++launch) {
+      independent_check c;
+      REQUIRE(pool.launch(&independent_task, &c, requested, {.tasks = task_kind::independent}) == 0);
+      const int n = c.num_task.load();
+      if (pool.max_concurrency() == 1) {
+        REQUIRE(n == 1);  // one core: a plain call
+      } else if (requested > 0) {
+        REQUIRE(n == requested);
+      } else {
+        // as many threads as were idle to reserve: all of them here, nobody else launches
+        REQUIRE(n == thread_pool::kTasksPerThread * pool.max_concurrency());
+      }
+      for (int t = 0; t < 4 * kMaxTasks; ++t) REQUIRE(c.runs[t].load() == (t < n ? 1 : 0));
+    }
+  }
+}
+
+TEST_CASE("an independent launch's tasks cannot meet at a barrier: the barrier fails with a message") {
+  thread_pool pool(2);
+  if (pool.max_concurrency() < 2) {
+    MESSAGE("SKIPPED: one core, every launch is a plain call");
+    return;
+  }
+  auto task = [](int, TVMParallelGroupEnv* penv, void*) -> int { return thread_pool::barrier(penv); };
+  CHECK(pool.launch(task, nullptr, 0, {.tasks = task_kind::independent}) == -1);
+  CHECK(gexec::detail::take_last_error().find("do not run together") != std::string::npos);
+  CHECK(launch_and_check(pool, 0) == pool.max_concurrency());  // together launches still meet
+}
+
+TEST_CASE("with a descheduled worker, the launcher runs the independent tasks it has not taken") {
+  thread_pool pool(2);
+  if (pool.max_concurrency() < 2) {
+    MESSAGE("SKIPPED: one core, every launch is a plain call");
+    return;
+  }
+  // The worker sleeps 20 ms in every task it takes: the launcher must take the rest, so a
+  // launch waits for at most the one task the worker holds, not for a quarter of them each.
+  struct state {
+    std::thread::id launcher;
+    std::atomic<int> runs[16] = {};
+    std::atomic<int> by_launcher{0};
+  } s;
+  auto task = [](int task_id, TVMParallelGroupEnv*, void* cdata) -> int {
+    auto& s = *static_cast<state*>(cdata);
+    s.runs[task_id].fetch_add(1);
+    if (std::this_thread::get_id() == s.launcher)
+      s.by_launcher.fetch_add(1);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return 0;
+  };
+  run_with_timeout(60, [&] {
+    s.launcher = std::this_thread::get_id();
+    for (int launch = 0; launch < 10; ++launch) {
+      for (auto& r : s.runs) r = 0;
+      s.by_launcher = 0;
+      REQUIRE(pool.launch(task, &s, 0, {.tasks = task_kind::independent}) == 0);
+      const int n = 2 * thread_pool::kTasksPerThread;
+      for (int t = 0; t < 16; ++t) CHECK(s.runs[t].load() == (t < n ? 1 : 0));
+      CHECK(s.by_launcher.load() >= n - 1);  // the worker took at most one
+    }
+  });
+}
+
+TEST_CASE("a launch that learns runs alone where threads cost more than they give, and in parallel where they pay") {
+  thread_pool pool(2);
+  if (pool.max_concurrency() < 2) {
+    MESSAGE("SKIPPED: one core, every launch is a plain call");
+    return;
+  }
+  // Two call sites, each a different lambda: one whose tasks on a worker are slow (as a
+  // descheduled worker is), one whose single-task run is slow (as a big kernel alone is).
+  static std::atomic<bool> flipped{false};
+  auto slow_on_workers = [](int task_id, TVMParallelGroupEnv* penv, void*) -> int {
+    const bool slow = flipped ? penv->num_task == 1 : task_id != 0;
+    if (slow) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    return 0;
+  };
+  auto slow_alone = [](int, TVMParallelGroupEnv* penv, void*) -> int {
+    if (penv->num_task == 1) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    return 0;
+  };
+  const launch_options learn{.tasks = task_kind::together, .learn = true};
+  int alone_runs = 0;
+  auto count_alone = [](int, TVMParallelGroupEnv* penv, void* cdata) -> int {
+    if (penv->num_task == 1) ++*static_cast<int*>(cdata);
+    return 0;
+  };
+  for (int i = 0; i < 200; ++i) {
+    REQUIRE(pool.launch(slow_on_workers, nullptr, 0, learn) == 0);
+    REQUIRE(pool.launch(slow_alone, nullptr, 0, learn) == 0);
+  }
+  CHECK(pool.runs_alone(slow_on_workers));
+  CHECK_FALSE(pool.runs_alone(slow_alone));
+  // The machine changes: now the site's single-task run is the slow one. It is tried again
+  // after about 50 times its last parallel time, and the choice follows.
+  flipped = true;
+  const auto start = std::chrono::steady_clock::now();
+  while (pool.runs_alone(slow_on_workers) && std::chrono::steady_clock::now() - start < std::chrono::seconds(20))
+    REQUIRE(pool.launch(slow_on_workers, nullptr, 0, learn) == 0);
+  CHECK_FALSE(pool.runs_alone(slow_on_workers));
+  // A launch that does not learn always runs in parallel.
+  for (int i = 0; i < 50; ++i) {
+    int before = alone_runs;
+    REQUIRE(pool.launch(count_alone, &alone_runs, 0) == 0);
+    CHECK(alone_runs == before);
+  }
+}

@@ -66,7 +66,14 @@ TK_EXPORT TVMBackendFreeWorkspaceSlot __TVMBackendFreeWorkspace = NULL;
 
 TK_EXPORT TVMBackendParallelLaunchSlot __TVMBackendParallelLaunch = NULL;
 
+#if defined(TK_NO_BARRIER)
+/* Built as libgexec_test_kernels_independent: like TVM's libraries, it exports no barrier
+ * slot, so gexec runs its parallel tasks as independent ones (test_parallel_scale2, which
+ * needs the barrier, reports the slot missing). */
+static TVMBackendParallelBarrierSlot __TVMBackendParallelBarrier = NULL;
+#else
 TK_EXPORT TVMBackendParallelBarrierSlot __TVMBackendParallelBarrier = NULL;
+#endif
 
 /* Name of the library's entry function. */
 TK_EXPORT const char __tvm_main__[] = "test_add";
@@ -292,6 +299,8 @@ TK_KERNEL(test_parallel_fail);
 TK_KERNEL(test_call_env);
 TK_KERNEL(test_call_own);
 TK_KERNEL(test_parallel_heavy);
+TK_KERNEL(test_parallel_thirds);
+TK_KERNEL(test_num_task);
 TK_KERNEL(test_fail);
 
 /* ------------------------------------------------------------------------- */
@@ -799,4 +808,43 @@ static int tk_heavy_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
 TK_KERNEL(test_parallel_heavy) {
   TK_UNUSED_TAIL();
   return tk_parallel_xy("test_parallel_heavy", args, type_codes, num_args, tk_heavy_task) != 0 ? -1 : 0;
+}
+
+/* The same work, its parallel loop over three blocks (as TVM's is over a small outer
+ * extent): two threads finish it in two blocks' time, not one and a half. */
+static int tk_thirds_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const tk_xy_closure* c = (const tk_xy_closure*)cdata;
+  if (tk_check_task("test_parallel_thirds", task_id, penv) != 0) return -1;
+  int64_t first;
+  int64_t last;
+  tk_task_range(3, task_id, (int)penv->num_task, &first, &last);
+  for (int64_t block = first; block < last; ++block) {
+    for (int64_t i = c->n * block / 3; i < c->n * (block + 1) / 3; ++i) {
+      float v = c->x[i];
+      for (int r = 0; r < 256; ++r) v = v * 0.999f + 0.5f;
+      c->out[i] = v;
+    }
+  }
+  return 0;
+}
+
+/* Task t writes the number of tasks to out[t]. */
+static int tk_num_task_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const tk_xy_closure* c = (const tk_xy_closure*)cdata;
+  if (tk_check_task("test_num_task", task_id, penv) != 0) return -1;
+  if (task_id < c->n) c->out[task_id] = (float)penv->num_task;
+  return 0;
+}
+
+/* out[t] = the number of tasks the kernel's one launch ran, for each task t (the rest of
+ * out is left as it was); float32, any shape. */
+TK_KERNEL(test_num_task) {
+  TK_UNUSED_TAIL();
+  return tk_parallel_xy("test_num_task", args, type_codes, num_args, tk_num_task_task) != 0 ? -1 : 0;
+}
+
+/* out[i] = f^256(x[i]) as test_parallel_heavy, in parallel over three blocks. */
+TK_KERNEL(test_parallel_thirds) {
+  TK_UNUSED_TAIL();
+  return tk_parallel_xy("test_parallel_thirds", args, type_codes, num_args, tk_thirds_task) != 0 ? -1 : 0;
 }

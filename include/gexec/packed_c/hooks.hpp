@@ -128,8 +128,16 @@ inline int backend_free_workspace(int device_type, int device_id, void* ptr) noe
   return 0;
 }
 
+/// TVMBackendParallelLaunch for a library that can call TVMBackendParallelBarrier: its
+/// tasks run together.
 inline int backend_parallel_launch(FTVMParallelLambda f, void* cdata, int num_task) noexcept {
-  return current_pool().launch(f, cdata, num_task);
+  return current_pool().launch(f, cdata, num_task, {.tasks = task_kind::together, .learn = true});
+}
+
+/// TVMBackendParallelLaunch for a library that cannot (it has no barrier slot and imports
+/// no barrier): its tasks are independent, more of them than threads.
+inline int backend_parallel_launch_independent(FTVMParallelLambda f, void* cdata, int num_task) noexcept {
+  return current_pool().launch(f, cdata, num_task, {.tasks = task_kind::independent, .learn = true});
 }
 
 inline int backend_parallel_barrier(int, TVMParallelGroupEnv* penv) noexcept { return thread_pool::barrier(penv); }

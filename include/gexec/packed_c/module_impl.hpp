@@ -147,7 +147,12 @@ GEXEC_DECL void claim_context_slots(const boost::dll::shared_library& lib, const
                                             "copy of gexec); load a copy of the library file instead");
     writes.push_back({slot, value});
   };
-  for (const auto& slot : context_slots()) plan_slot(slot.symbol, slot.value);
+  // A library without the barrier's slot cannot call it: its parallel tasks are independent.
+  const bool barrier = dlsym(lib.native(), "__TVMBackendParallelBarrier") != nullptr;
+  for (const auto& slot : context_slots()) {
+    const bool launch = slot.value == reinterpret_cast<void*>(&backend_parallel_launch);
+    plan_slot(slot.symbol, launch && !barrier ? reinterpret_cast<void*>(&backend_parallel_launch_independent) : slot.value);
+  }
   for (const auto& slot : ffi_context_slots()) plan_slot(slot.symbol, slot.value);
   plan_slot("__tvm_module_ctx", ctx);
   plan_slot("__tvm_ffi__library_ctx", ctx);
@@ -226,6 +231,7 @@ GEXEC_DECL module load_module(const std::filesystem::path& path) {
   // exports the TVM-FFI library symbols. Its imports are bound to gexec's before any
   // kernel runs; device modules packed into it are refused until gexec loads them.
   const detail::ffi_import_scan ffi = detail::bind_ffi_imports(state->library.native(), ctx->name, detail::ffi_imports());
+  if (ffi.launch_slot && !ffi.imports_barrier) *ffi.launch_slot = reinterpret_cast<void*>(&detail::backend_parallel_launch_independent);
   state->tvm_ffi = ffi.imports_tvm_ffi || state->library.has("__tvm_ffi__library_ctx") || state->library.has("__tvm_ffi__library_bin") ||
                    state->library.has("__tvm_ffi_main");
   state->path = canonical;

@@ -1,10 +1,18 @@
 #pragma once
 // TVMBackendParallelLaunch / ParallelBarrier. Task 0 runs on the launching thread; the
-// others on idle workers that the launch reserves for itself, so all tasks of a launch
-// run at once (barriers work) and concurrent launchers share the workers without a lock.
-// A launch never runs more tasks than there are cores to run them: on one core every
-// launch is a plain call. Workers start on the first launch that needs them, and again
-// in the child after fork().
+// others on idle workers that the launch reserves for itself, so concurrent launchers
+// share the workers without a lock. A launch never runs more threads than there are
+// cores to run them: on one core every launch is a plain call. Workers start on the
+// first launch that needs them, and again in the child after fork().
+//
+// Tasks of a launch run one of two ways:
+// - together: one task per thread, all at once, so TVMBackendParallelBarrier works;
+// - independent (kernels of a library that cannot call the barrier): kTasksPerThread
+//   tasks per thread, each taken by whichever thread is free next, so a worker the OS
+//   deschedules holds back at most the one small task it took, and the launcher runs
+//   the rest.
+// Launches from kernels also learn, per call site, whether their threads pay for
+// themselves (launch_sites.hpp), and run alone where they do not.
 
 #include "../config.hpp"
 
@@ -35,6 +43,7 @@
 #include "../detail/workspace.hpp"
 #include "../error.hpp"
 #include "../tvm_abi.hpp"
+#include "launch_sites.hpp"
 #include "run_context.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -182,6 +191,19 @@ inline bool& in_parallel_task() noexcept {
   return flag;
 }
 
+/// How the tasks of a launch may run.
+enum class task_kind : std::uint8_t {
+  together,     ///< one per thread, all at once: the lambda may call TVMBackendParallelBarrier
+  independent,  ///< any number, in any order, each taken by a thread that is free: no barrier
+};
+struct launch_options {
+  task_kind tasks = task_kind::together;
+  /// Learn per lambda whether running it in parallel beats running it alone, and run it
+  /// alone where it does not (launch_sites.hpp). For kernels' launches, whose tasks
+  /// never wait for another thread unless they are together.
+  bool learn = false;
+};
+
 class thread_pool {
  public:
   /// `num_threads` counts the launching thread.
@@ -211,89 +233,55 @@ class thread_pool {
   /// The most tasks a launch runs: more could not run at once.
   [[nodiscard]] int max_concurrency() const noexcept { return max_concurrency_; }
 
-  /// Runs n tasks, n >= 1 of the pool's choosing when num_task <= 0, else at most
-  /// num_task, and sets penv->num_task = n. Returns 0, or -1 with the first failing
-  /// task's message as this thread's last error.
-  int launch(FTVMParallelLambda f, void* cdata, int num_task) noexcept {
-    const int wanted = num_task <= 0 || num_task > max_concurrency_ ? max_concurrency_ : num_task;
-    if (wanted <= 1 || in_parallel_task()) return run_serial(f, cdata);
+  /// Tasks per thread of an independent launch that leaves the count to the pool: a
+  /// descheduled worker holds back at most one of them.
+  static constexpr int kTasksPerThread = 4;
+
+  /// Runs n tasks and sets penv->num_task = n. Together: n >= 1 of the pool's choosing
+  /// when num_task <= 0, else at most num_task, one per thread. Independent: num_task
+  /// when it is positive, else kTasksPerThread per thread. Returns 0, or -1 with the
+  /// first failing task's message as this thread's last error.
+  int launch(FTVMParallelLambda f, void* cdata, int num_task, launch_options o = {}) noexcept {
+    if (max_concurrency_ <= 1 || num_task == 1 || in_parallel_task()) return run_serial(f, cdata);
     worker_set* ws = workers();
     if (ws == nullptr) return run_serial(f, cdata);
+    if (!o.learn) return run_parallel(*ws, f, cdata, num_task, o.tasks);
+    const launch_sites::plan p = ws->sites.choose(reinterpret_cast<const void*>(f));
+    if (!p.timed) return p.alone ? run_serial(f, cdata) : run_parallel(*ws, f, cdata, num_task, o.tasks);
+    const std::uint64_t start = cheap_ticks();
+    const int rc = p.alone ? run_serial(f, cdata) : run_parallel(*ws, f, cdata, num_task, o.tasks);
+    const std::uint64_t ticks = cheap_ticks() - start;
+    if (rc == 0) ws->sites.record(p, ticks);
+    return rc;
+  }
 
-    slot* const slots = ws->slots.get();
-    int first = kNone, last = kNone, reserved = 0;
-    for (int i = 0; i < ws->count && reserved < wanted - 1; ++i) {
-      std::uint32_t idle = kIdle;
-      if (!slots[i].state.compare_exchange_strong(idle, kReserved, std::memory_order_acquire, std::memory_order_relaxed))
-        continue;
-      if (last == kNone)
-        first = i;
-      else
-        slots[last].next = static_cast<std::uint16_t>(i);
-      last = i;
-      ++reserved;
-    }
-    if (reserved == 0) return run_serial(f, cdata);  // every core is busy with other launches
-    slots[last].next = kNone;
-
-    job j;
-    j.env.sync_handle = &j;
-    j.env.num_task = 1 + reserved;
-    j.spin = spin_;
-    run_context* const context = current_context();
-    slot& lead = slots[first];
-    lead.pending.store(static_cast<std::uint32_t>(reserved), std::memory_order_relaxed);
-    std::uint16_t task = 1;
-    for (int i = first; i != kNone; i = slots[i].next) {
-      slot& s = slots[i];
-      s.task = task++;
-      s.env = j.env;
-      s.f = f;
-      s.cdata = cdata;
-      s.context = context;
-      s.lead = &lead;
-      s.state.store(kPosted, std::memory_order_seq_cst);
-      if (s.wake.load(std::memory_order_seq_cst) & 1) wake_worker(s);
-    }
-
-    run_task(f, cdata, &j.env, context, 0);
-    // Task 0 is done, so it passed all its barriers: a task not started yet belongs to a
-    // lambda without barriers, and this thread may as well run it as wait for a worker.
-    std::uint32_t stolen = 0;
-    for (int i = first; i != kNone; i = slots[i].next) {
-      std::uint32_t posted = kPosted;
-      if (slots[i].state.compare_exchange_strong(posted, kReserved, std::memory_order_acquire, std::memory_order_relaxed)) {
-        run_task(f, cdata, &j.env, context, slots[i].task);
-        ++stolen;
-      }
-    }
-    wait_for_workers(lead, stolen);
-    for (int i = first; i != kNone;) {
-      const int next = slots[i].next;  // the slot is another launch's once released
-      slots[i].state.store(kIdle, std::memory_order_release);
-      i = next;
-    }
-    if (j.failed.load(std::memory_order_acquire)) {
-      report(j.error);
-      return -1;
-    }
-    return 0;
+  /// Whether launches of `f` that learn run alone now (false before they have decided).
+  [[nodiscard]] bool runs_alone(FTVMParallelLambda f) const noexcept {
+    const worker_set* ws = set_.load(std::memory_order_acquire);
+    return ws != nullptr && ws->sites.runs_alone(reinterpret_cast<const void*>(f));
   }
 
   /// TVMBackendParallelBarrier: every task of the launch waits for the others.
   static int barrier(TVMParallelGroupEnv* penv) noexcept {
     if (penv == nullptr || penv->num_task <= 1 || penv->sync_handle == nullptr) return 0;
     job& j = *static_cast<job*>(penv->sync_handle);
+    if (j.independent) {
+      set_last_error("TVMBackendParallelBarrier called by a task of a launch whose tasks do not run together (a library "
+                     "without the __TVMBackendParallelBarrier slot)");
+      return -1;
+    }
     const std::uint32_t phase = j.phase.load(std::memory_order_acquire);
     if (j.arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(penv->num_task)) {
       j.arrived.store(0, std::memory_order_relaxed);
       j.phase.store(phase + 1, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // the store before the load, on every machine
       if (j.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake(j.phase, true);
       return 0;
     }
     auto passed = [&] { return j.phase.load(std::memory_order_acquire) != phase; };
     if (j.spin && spin_until(passed, kSpinFor)) return 0;
     j.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     while (j.phase.load(std::memory_order_seq_cst) == phase) futex_wait(j.phase, phase);
     j.sleepers.fetch_sub(1, std::memory_order_relaxed);
     return 0;
@@ -312,6 +300,35 @@ class thread_pool {
     if (launch(call, cdata, num_task) != 0) throw error(errc::kernel_failed, take_last_error());
   }
 
+  /// Runs f(0, env, cdata) on a worker that is idle now, outside any run's context,
+  /// without waiting for it; false, and nothing runs, if no worker is idle. Unlike a launch's tasks, f may launch
+  /// parallel work, which takes idle workers as a launch from outside does, so the
+  /// threads never outnumber the cores. f's result is ignored: it reports its own
+  /// failures, and tells the caller through cdata when it is done; the caller keeps
+  /// cdata alive until then, and keeps the pool alive until f has returned.
+  bool post_detached(FTVMParallelLambda f, void* cdata) noexcept {
+    if (max_concurrency_ <= 1) return false;
+    worker_set* ws = workers();
+    if (ws == nullptr) return false;
+    slot* const slots = ws->slots.get();
+    for (int i = 0; i < ws->count; ++i) {
+      slot& s = slots[i];
+      std::uint32_t idle = kIdle;
+      if (!s.state.compare_exchange_strong(idle, kReserved, std::memory_order_acquire, std::memory_order_relaxed)) continue;
+      s.task = kDetached;
+      s.env = TVMParallelGroupEnv{nullptr, 1};
+      s.f = f;
+      s.cdata = cdata;
+      s.context = nullptr;  // f sets up its own: the poster's may be gone before f runs
+      s.lead = &s;
+      s.state.store(kPosted, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // see run_parallel()
+      if (s.wake.load(std::memory_order_seq_cst) & 1) wake_worker(s);
+      return true;
+    }
+    return false;
+  }
+
  private:
   // Spinning pays only while the threads we wait for have cores of their own; a wait
   // that outlasts this sleeps.
@@ -319,12 +336,16 @@ class thread_pool {
 
   enum : std::uint32_t { kOff, kIdle, kReserved, kPosted, kRunning, kStop };
   static constexpr std::uint16_t kNone = 0xffff;
+  static constexpr std::uint16_t kTake = 0xffff;      ///< a slot's task: take tasks until none is left
+  static constexpr std::uint16_t kDetached = 0xfffe;  ///< a slot's task: post_detached()'s
   static constexpr std::uint32_t kSleeping = 0x80000000u;
 
   // Shared by the tasks of one launch; lives on the launcher's stack.
   struct job {
     TVMParallelGroupEnv env{};
     bool spin = false;
+    bool independent = false;
+    alignas(64) std::atomic<std::uint32_t> next{0};  ///< the next task to take, when independent
     std::atomic<bool> failed{false};
     std::string error;
     alignas(64) std::atomic<std::uint32_t> arrived{0};
@@ -364,10 +385,11 @@ class thread_pool {
     unsigned generation;
     std::unique_ptr<slot[]> slots;
     std::unique_ptr<std::thread[]> threads;
+    launch_sites sites;  ///< what launches that learn have learnt
   };
 
   thread_pool(int num_threads, int cores) noexcept
-      : num_threads_(std::clamp(num_threads, 1, int{kNone})),
+      : num_threads_(std::clamp(num_threads, 1, int{kNone} / kTasksPerThread)),
         max_concurrency_(std::min(num_threads_, cores)),
         spin_(num_threads_ <= cores) {}
 
@@ -392,6 +414,19 @@ class thread_pool {
     }
   }
 
+  static bool call_task(job& j, FTVMParallelLambda f, void* cdata, TVMParallelGroupEnv* env, int task_id) noexcept {
+    try {
+      if (f(task_id, env, cdata) == 0) return true;
+      fail(j, task_id, nullptr);
+    } catch (const std::exception& e) {
+      fail(j, task_id, e.what());
+    } catch (...) {
+      fail(j, task_id, "unknown exception");
+    }
+    return false;
+  }
+
+  /// Runs task `task_id`, or with kTake the launch's tasks not yet taken, one at a time.
   static void run_task(FTVMParallelLambda f, void* cdata, TVMParallelGroupEnv* env, run_context* context,
                        int task_id) noexcept {
     bool& in_task = in_parallel_task();
@@ -399,14 +434,93 @@ class thread_pool {
     context_scope scope(context);
     workspace_scope workspace;  // what a task leaves allocated is given back when it ends
     job& j = *static_cast<job*>(env->sync_handle);
-    try {
-      if (f(task_id, env, cdata) != 0) fail(j, task_id, nullptr);
-    } catch (const std::exception& e) {
-      fail(j, task_id, e.what());
-    } catch (...) {
-      fail(j, task_id, "unknown exception");
+    if (task_id != kTake) {
+      call_task(j, f, cdata, env, task_id);
+    } else {
+      const auto n = static_cast<std::uint32_t>(env->num_task);
+      for (std::uint32_t t = j.next.fetch_add(1, std::memory_order_relaxed); t < n; t = j.next.fetch_add(1, std::memory_order_relaxed))
+        if (!call_task(j, f, cdata, env, static_cast<int>(t))) break;
     }
     in_task = false;
+  }
+
+  int run_parallel(worker_set& ws, FTVMParallelLambda f, void* cdata, int num_task, task_kind kind) noexcept {
+    const bool independent = kind == task_kind::independent;
+    const int wanted = num_task <= 0 || num_task > max_concurrency_ ? max_concurrency_ : num_task;
+    slot* const slots = ws.slots.get();
+    int first = kNone, last = kNone, reserved = 0;
+    for (int i = 0; i < ws.count && reserved < wanted - 1; ++i) {
+      std::uint32_t idle = kIdle;
+      if (!slots[i].state.compare_exchange_strong(idle, kReserved, std::memory_order_acquire, std::memory_order_relaxed))
+        continue;
+      if (last == kNone)
+        first = i;
+      else
+        slots[last].next = static_cast<std::uint16_t>(i);
+      last = i;
+      ++reserved;
+    }
+    if (reserved == 0) return run_serial(f, cdata);  // every core is busy with other launches
+    slots[last].next = kNone;
+
+    job j;
+    j.env.sync_handle = &j;
+    j.env.num_task = independent ? (num_task > 0 ? num_task : kTasksPerThread * (1 + reserved)) : 1 + reserved;
+    j.independent = independent;
+    j.spin = spin_;
+    run_context* const context = current_context();
+    slot& lead = slots[first];
+    lead.pending.store(static_cast<std::uint32_t>(reserved), std::memory_order_relaxed);
+    std::uint16_t task = 1;
+    for (int i = first; i != kNone; i = slots[i].next) {
+      slot& s = slots[i];
+      s.task = independent ? kTake : task++;
+      s.env = j.env;
+      s.f = f;
+      s.cdata = cdata;
+      s.context = context;
+      s.lead = &lead;
+      s.state.store(kPosted, std::memory_order_seq_cst);
+      // The worker sets its sleep bit, then reads the state; this thread stores the state,
+      // then reads the bit: a fence between each pair, so one of them sees the other's.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (s.wake.load(std::memory_order_seq_cst) & 1) wake_worker(s);
+    }
+
+    run_task(f, cdata, &j.env, context, independent ? kTake : 0);
+    // Task 0 is done, so it passed all its barriers: a task not started yet belongs to a
+    // lambda without barriers, and this thread may as well run it as wait for a worker.
+    // Independent tasks are all taken by now: a worker not started yet has none to run.
+    std::uint32_t stolen = 0;
+    for (int i = first; i != kNone; i = slots[i].next) {
+      std::uint32_t posted = kPosted;
+      if (slots[i].state.compare_exchange_strong(posted, kReserved, std::memory_order_acquire, std::memory_order_relaxed)) {
+        if (!independent) run_task(f, cdata, &j.env, context, slots[i].task);
+        ++stolen;
+      }
+    }
+    wait_for_workers(lead, stolen);
+    for (int i = first; i != kNone;) {
+      const int next = slots[i].next;  // the slot is another launch's once released
+      slots[i].state.store(kIdle, std::memory_order_release);
+      i = next;
+    }
+    if (j.failed.load(std::memory_order_acquire)) {
+      report(j.error);
+      return -1;
+    }
+    return 0;
+  }
+
+  static void run_detached(FTVMParallelLambda f, void* cdata, run_context* context) noexcept {
+    context_scope scope(context);
+    workspace_scope workspace;
+    TVMParallelGroupEnv env{nullptr, 1};
+    try {
+      (void)f(0, &env, cdata);
+    } catch (...) {  // f reports its own failures
+    }
+    (void)take_last_error();
   }
 
   static int run_serial(FTVMParallelLambda f, void* cdata) noexcept {
@@ -455,6 +569,7 @@ class thread_pool {
     if (ready() || (spin && spin_until(ready, kSpinFor))) return v;
     for (;;) {
       const std::uint32_t w = s.wake.fetch_or(1, std::memory_order_seq_cst) | 1;
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // see run_parallel()
       v = s.state.load(std::memory_order_seq_cst);
       if (v == kPosted || v == kStop) break;
       futex_wait(s.wake, w);
@@ -470,6 +585,13 @@ class thread_pool {
       std::uint32_t posted = kPosted;
       if (!s.state.compare_exchange_strong(posted, kRunning, std::memory_order_acquire, std::memory_order_relaxed)) {
         spin = spin_;  // the launcher ran it: its tasks are short, the next launch is near
+        continue;
+      }
+      if (s.task == kDetached) {
+        run_detached(s.f, s.cdata, s.context);
+        std::uint32_t running = kRunning;  // nobody waits for it: it gives its slot back itself (unless stopped)
+        if (!s.state.compare_exchange_strong(running, kIdle, std::memory_order_release, std::memory_order_relaxed)) return;
+        spin = spin_;
         continue;
       }
       run_task(s.f, s.cdata, &s.env, s.context, s.task);

@@ -46,6 +46,8 @@ inline constexpr std::uint32_t jump_slot_relocation = R_AARCH64_JUMP_SLOT, globa
 /// library TVM >= 0.21 compiled with argument checks does).
 struct ffi_import_scan {
   bool imports_tvm_ffi = false;
+  bool imports_barrier = false;  ///< it imports TVMBackendParallelBarrier
+  void** launch_slot = nullptr;  ///< the entry bound to TVMBackendParallelLaunch, if gexec bound it
 };
 
 /// Binds the library's imports of `provided` to gexec's functions (see above). `what`
@@ -101,6 +103,7 @@ inline ffi_import_scan bind_ffi_imports(void* library, const std::string& what, 
       const bool ffi = n.substr(0, 6) == "TVMFFI";
       if (!ffi && n.substr(0, 10) != "TVMBackend") continue;
       scan.imports_tvm_ffi = scan.imports_tvm_ffi || ffi;
+      scan.imports_barrier = scan.imports_barrier || n == "TVMBackendParallelBarrier";
       const provided_symbol* mine = nullptr;
       for (const provided_symbol& p : provided)
         if (n == p.symbol) mine = &p;
@@ -122,6 +125,7 @@ inline ffi_import_scan bind_ffi_imports(void* library, const std::string& what, 
       // to a definition elsewhere in the process, or dlopen() would have failed.
       if (!fit.writable) continue;
       writes.push_back({reinterpret_cast<void**>(slot), mine->value});
+      if (n == "TVMBackendParallelLaunch") scan.launch_slot = reinterpret_cast<void**>(slot);
     }
   };
   scan_table(jmprel, pltrelsz);
