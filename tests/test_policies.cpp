@@ -9,10 +9,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -553,6 +556,65 @@ TEST_CASE("parallel branches of kernels that launch parallel work: no deadlock, 
   seq.run();
   for (int i = 0; i < 5; ++i) par.run(gexec::parallel_branches{});
   CHECK(values_of(par.get_output(0)) == values_of(seq.get_output(0)));
+}
+
+TEST_CASE("parallel branches: kernels' parallel loops take the workers no branch holds") {
+  // x -> stem -> (left, right) -> join -> tail: each kernel launches parallel work through
+  // TVMBackendParallelLaunch's hook and notes how many tasks it got. The stem and the tail
+  // run while no branch holds a worker: their launches get both threads (in some run:
+  // a helper leaving may hold its worker a moment longer). Before, every kernel under
+  // parallel_branches ran its parallel loop alone.
+  auto rt = gexec::runtime::create({.num_threads = 2});
+  if (rt->num_threads() < 2 || gexec::detail::available_cores() < 2) {
+    MESSAGE("SKIPPED: fewer than 2 cores");
+    return;
+  }
+  struct seen {
+    std::mutex mu;
+    std::map<std::string, int> most;  // per kernel: the most tasks one of its launches got
+  };
+  auto s = std::make_shared<seen>();
+  gexec::registry r;
+  for (const char* name : {"stem", "left", "right", "tail"}) {
+    r.add(name, [s, name](gexec::packed_args a) {
+      // Branches long enough for a helper to wake up and take one (a helper posted for a
+      // step the run's thread takes first holds its worker until it has looked).
+      if (name[0] == 'l' || name[0] == 'r') std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::atomic<int> tasks{0};
+      auto task = [](int, TVMParallelGroupEnv* penv, void* cdata) -> int {
+        static_cast<std::atomic<int>*>(cdata)->store(penv->num_task);
+        return 0;
+      };
+      // Force parallel: a launch that does not learn (the hook's would decide by itself).
+      REQUIRE(gexec::detail::current_pool().launch(task, &tasks, 0) == 0);
+      {
+        std::lock_guard g(s->mu);
+        s->most[name] = std::max(s->most[name], tasks.load());
+      }
+      for (std::int64_t i = 0; i < n; ++i) data_of(a.tensor(a.size() - 1))[i] = data_of(a.tensor(0))[i] + 1;
+    });
+  }
+  r.add("join", [](gexec::packed_args a) {
+    for (std::int64_t i = 0; i < n; ++i) data_of(a.tensor(2))[i] = data_of(a.tensor(0))[i] + data_of(a.tensor(1))[i];
+  });
+  gexec::graph_builder b;
+  auto x = b.input("x", {n});
+  auto stem = b.op("stem", "stem", {x}, {{{n}}});
+  auto left = b.op("left", "left", {stem}, {{{n}}});
+  auto right = b.op("right", "right", {stem}, {{{n}}});
+  auto join = b.op("join", "join", {left, right}, {{{n}}});
+  auto tail = b.op("tail", "tail", {join}, {{{n}}});
+  b.output(tail);
+  gexec::basic_model m(b.build(), r, gexec::model_options{{gexec::cpu()}, rt});
+  auto ex = m.instantiate();
+  ex.set_input("x", tensor({n}, test::iota(n)));
+  for (int i = 0; i < 20; ++i) ex.run(gexec::parallel_branches{});
+  std::vector<float> expect(n);
+  for (std::int64_t i = 0; i < n; ++i) expect[i] = 2.0f * (static_cast<float>(i) + 2.0f) + 1.0f;
+  CHECK(values_of(ex.get_output(0)) == expect);
+  std::lock_guard g(s->mu);
+  CHECK(s->most["stem"] == 2);
+  CHECK(s->most["tail"] == 2);
 }
 
 TEST_CASE("run() without an observer is the plain loop; an observer is called around each step") {

@@ -11,8 +11,13 @@
 //     within noise of sequential (<= 1.05x its time);
 //   - a wide graph of 8 independent small nodes (about 50 us each), all outputs;
 //   - two branches of 2 test_parallel_heavy nodes each (sample library: kernels that
-//     launch parallel work of their own, run serially inside parallel_branches), joined
-//     by test_add: neither a deadlock nor slower than sequential with 2 threads (<= 1.10x).
+//     launch parallel work of their own), joined by test_add: neither a deadlock nor
+//     slower than sequential with 2 threads (<= 1.10x);
+//   - a chain of 2 kernels with parallel loops over three blocks, two branches of 4 of
+//     them, an add and 2 more (the barrier-free build of the sample library, as TVM
+//     builds them): parallel_branches, whose kernels take the workers no branch holds,
+//     against sequential and against branches whose kernels run alone (the policy as it
+//     was, kept here as the baseline): >= 1.15x faster than the better of the two.
 // Prints the median time per run() of each policy (15 samples each), the ratio and the
 // speed-up, whether every run's outputs were identical to the first sequential run's
 // (exit 1 if not), and how busy other processes kept the machine meanwhile.
@@ -196,6 +201,120 @@ result measure(Executor& ex) {
   return r;
 }
 
+// parallel_branches as it was before kernels' parallel loops shared the workers (the
+// baseline of the mixed workload): one runner per thread, all started at once as the
+// tasks of one launch, each taking ready steps; a kernel's own parallel loop runs alone
+// inside a runner, also in the chains before and after the branches.
+struct branches_kernels_alone {
+  template <gexec::basic_step_program P>
+  void execute(P& steps) const {
+    const std::uint32_t n = steps.size();
+    const gexec::step_graph& deps = steps.dependencies();
+    const int tasks = std::min<int>(steps.max_concurrency(), static_cast<int>(std::min<std::uint32_t>(deps.width, n)));
+    if (tasks <= 1) {
+      steps.run(0, n);
+      return;
+    }
+    auto pending = steps.counters();
+    auto queue = steps.slots();
+    std::uint32_t head = 0, tail = 0, done = 0;
+    for (std::uint32_t k = 0; k < n; ++k) {
+      pending[k].store(deps.num_preds[k], std::memory_order_relaxed);
+      if (deps.num_preds[k] == 0) queue[tail++] = k;
+    }
+    std::mutex mu;
+    std::condition_variable cv;
+    steps.parallel_for(tasks, [&](int, int) {
+      auto context = steps.thread_context();
+      std::uint32_t next = UINT32_MAX;
+      for (;;) {
+        std::uint32_t k = next;
+        next = UINT32_MAX;
+        if (k == UINT32_MAX) {
+          std::unique_lock lock(mu);
+          cv.wait(lock, [&] { return head < tail || done == n; });
+          if (head == tail && done == n) return;
+          k = queue[head++];
+        }
+        steps.run_step(k);  // the benchmark's kernels do not fail
+        std::unique_lock lock(mu, std::defer_lock);
+        for (std::uint32_t i = deps.succ_begin[k]; i < deps.succ_begin[k + 1]; ++i) {
+          const std::uint32_t s = deps.succ[i];
+          if (pending[s].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+          if (next == UINT32_MAX) {
+            next = s;
+            continue;
+          }
+          if (!lock.owns_lock()) lock.lock();
+          queue[tail++] = s;
+        }
+        if (!lock.owns_lock()) lock.lock();
+        ++done;
+        lock.unlock();
+        cv.notify_all();
+      }
+    });
+  }
+};
+
+// x -> `chain` nodes -> `depth` nodes in each of 2 branches -> add -> `chain` nodes: the
+// shape of a network with a block of two paths (an inception or residual block).
+gexec::validated_graph stem_branches_tail(int chain, int depth, const char* kernel, const char* add, std::int64_t n) {
+  gexec::graph_builder b;
+  gexec::node_entry prev = b.input("x", {n});
+  for (int i = 0; i < chain; ++i) prev = b.op("stem" + std::to_string(i), kernel, {prev}, {{{n}}});
+  gexec::node_entry ends[2];
+  for (int br = 0; br < 2; ++br) {
+    gexec::node_entry p = prev;
+    for (int i = 0; i < depth; ++i) p = b.op("b" + std::to_string(br) + "_" + std::to_string(i), kernel, {p}, {{{n}}});
+    ends[br] = p;
+  }
+  prev = b.op("join", add, {ends[0], ends[1]}, {{{n}}});
+  for (int i = 0; i < chain; ++i) prev = b.op("tail" + std::to_string(i), kernel, {prev}, {{{n}}});
+  b.output(prev);
+  return b.build();
+}
+
+// Median seconds per run() of sequential, branches_kernels_alone and parallel_branches,
+// `samples` samples each in turn; whether all outputs equal the first sequential run's.
+struct three_way {
+  double seq_s = 0, alone_s = 0, shared_s = 0, others = 0;
+  bool identical = true;
+};
+template <class Executor>
+three_way measure_three(Executor& ex) {
+  ex.run();
+  const auto want = output_bytes(ex);
+  three_way r;
+  auto sample = [&](int which) {
+    const auto s0 = clock_type::now();
+    for (int i = 0; i < 3; ++i) {
+      if (which == 0) ex.run();
+      else if (which == 1) ex.run(branches_kernels_alone{});
+      else ex.run(gexec::parallel_branches{});
+    }
+    const double t = seconds_since(s0) / 3;
+    r.identical = r.identical && output_bytes(ex) == want;
+    return t;
+  };
+  for (int which = 0; which < 3; ++which) sample(which);  // warm: the kernels' sites learn
+  std::vector<double> t[3];
+  const bench::ticks k0 = bench::read_ticks();
+  const auto w0 = clock_type::now();
+  for (int s = 0; s < samples; ++s)
+    for (int i = 0; i < 3; ++i) {
+      const int which = (s + i) % 3;
+      t[which].push_back(sample(which));
+    }
+  const bench::ticks k1 = bench::read_ticks();
+  const double wall_ticks = seconds_since(w0) * static_cast<double>(sysconf(_SC_CLK_TCK));
+  r.others = static_cast<double>((k1.machine - k0.machine) - (k1.own - k0.own)) / wall_ticks;
+  r.seq_s = bench::median(t[0]);
+  r.alone_s = bench::median(t[1]);
+  r.shared_s = bench::median(t[2]);
+  return r;
+}
+
 // Ends the process if the benchmark has not finished by then: a deadlock fails it
 // instead of hanging the test script.
 class watchdog {
@@ -304,6 +423,33 @@ int main() {
         std::printf("%-42s failed: %s\n", w.name.c_str(), e.what());
       }
       std::fflush(stdout);
+    }
+    // Kernels built as TVM builds parallel loops (no barrier: independent tasks), their
+    // loop over three blocks, so a kernel gains 1.5x from 2 threads, not 2x: neither
+    // parallel kernels alone (sequential) nor parallel branches alone use both cores all
+    // the time; sharing the workers does.
+    {
+      const gexec::module independent = gexec::load_module(GEXEC_TEST_KERNELS_INDEPENDENT);
+      gexec::basic_model m(stem_branches_tail(2, 4, "test_parallel_thirds", "test_add", library_elems), gexec::packed_c_abi(independent), opts);
+      auto ex = m.instantiate();
+      ex.set_input("x", x_of(library_elems));
+      const three_way r = measure_three(ex);
+      const double best_before = std::min(r.seq_s, r.alone_s), gain = best_before / r.shared_s;
+      if (!r.identical) {
+        ++failures;
+        ++differ;
+      }
+      std::printf("\nkernels with parallel loops in branches: 2 test_parallel_thirds -> 2 branches x 4 -> add -> 2, %lld floats "
+                  "(median ms per run(), %d samples each)\n",
+                  static_cast<long long>(library_elems), samples);
+      std::printf("  sequential (kernels in parallel)        %9.3f\n", r.seq_s * 1e3);
+      std::printf("  branches, kernels alone (as before)     %9.3f\n", r.alone_s * 1e3);
+      std::printf("  parallel_branches (workers shared)      %9.3f  %.2fx the better of the two; outputs %s; others %.2f  %s\n",
+                  r.shared_s * 1e3, gain, r.identical ? "identical" : "DIFFER", r.others,
+                  cores < 2 ? "n/a: fewer than 2 cores (>= 1.15x on 2 free cores)"
+                            : (std::string(gain >= 1.15 ? "met" : "MISSED") + " (>= 1.15x on 2 free cores)" +
+                               (r.others > 0.2 ? "; disturbed, re-run" : ""))
+                                  .c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gexec_bench_branches: %s\n", e.what());

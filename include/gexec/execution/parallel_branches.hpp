@@ -1,13 +1,19 @@
 #pragma once
-// parallel_branches: independent steps at once on the runtime's pool. Each thread
+// parallel_branches: independent steps at once on the runtime's pool. The run's thread
 // takes a ready step, runs it, and counts down its successors' dependencies (data,
 // storage reuse, control_deps); a step whose count reaches zero is ready, and the
-// thread that readied it keeps one for itself. A graph without two independent steps
-// runs as the sequential loop.
+// thread that readied it keeps one for itself. Ready steps it does not keep wait in a
+// queue, and for each one a helper is posted to an idle worker of the pool (up to one
+// fewer than the threads the pool may run): a helper runs steps while the queue has
+// some, then gives its worker back, and hands the step it readied to the run's thread
+// when that one is idle. A graph without two independent steps runs as the sequential
+// loop.
 //
-// Kernels that launch parallel work of their own (TVMBackendParallelLaunch) run it
-// serially while branches run in parallel: the branches hold the cores, so nothing is
-// oversubscribed and nothing waits on a thread that is waiting.
+// Kernels that launch parallel work of their own (TVMBackendParallelLaunch) take the
+// workers no branch holds at that moment: a chain before or after the branches runs its
+// kernels on every core, and so does a branch whose sibling is done. The pool hands
+// out only idle workers, so the threads never outnumber the cores, and nothing waits
+// on a thread that is waiting.
 
 #include "../config.hpp"
 
@@ -27,65 +33,147 @@ struct parallel_branches {
   auto execute(P& steps) const {
     const std::uint32_t n = steps.size();
     const step_graph& deps = steps.dependencies();
-    const int tasks = std::min<int>(steps.max_concurrency(), static_cast<int>(std::min<std::uint32_t>(deps.width, n)));
-    if (tasks <= 1) {
+    const int threads = std::min<int>(steps.max_concurrency(), static_cast<int>(std::min<std::uint32_t>(deps.width, n)));
+    if (threads <= 1) {
       steps.run(0, n);
       return;
     }
-    auto pending = steps.counters();  // per step: dependencies not yet done
-    auto queue = steps.slots();       // ready steps, each pushed once
-    std::uint32_t head = 0, tail = 0, done = 0;
-    for (std::uint32_t k = 0; k < n; ++k) {
-      pending[k].store(deps.num_preds[k], std::memory_order_relaxed);
-      if (deps.num_preds[k] == 0) queue[tail++] = k;
-    }
-    std::mutex mu;
-    std::condition_variable cv;
-    std::exception_ptr failure;
+    branch_run<P> run{steps, deps, n, threads - 1};
+    run.start();
+    run.work(false);
+    run.finish();
+  }
 
-    steps.parallel_for(tasks, [&](int, int) {
+ private:
+  template <class P>
+  struct branch_run {
+    static constexpr std::uint32_t kNoStep = UINT32_MAX;
+
+    branch_run(P& s, const step_graph& d, std::uint32_t count, int helpers_at_most)
+        : steps(s), deps(d), n(count), most(helpers_at_most), pending(s.counters()), queue(s.slots()) {}
+
+    void start() {
+      for (std::uint32_t k = 0; k < n; ++k) {
+        pending[k].store(deps.num_preds[k], std::memory_order_relaxed);
+        if (deps.num_preds[k] == 0) queue[tail++] = k;
+      }
+      std::unique_lock lock(mu);
+      recruit(lock, 1);  // the run's thread takes the first
+    }
+
+    // Runs steps until the graph is done (the run's thread) or the queue is empty (a helper).
+    void work(bool helper) {
       auto context = steps.thread_context();
-      std::uint32_t next = UINT32_MAX;  // a step this thread readied and kept
+      std::uint32_t next = kNoStep;  // a step this thread readied and kept
       for (;;) {
         std::uint32_t k = next;
-        next = UINT32_MAX;
-        if (k == UINT32_MAX) {
+        next = kNoStep;
+        if (k == kNoStep) {
           std::unique_lock lock(mu);
-          cv.wait(lock, [&] { return head < tail || done == n || failure; });
-          if (failure || (head == tail && done == n)) return;
+          if (helper) {
+            if (failure || head == tail) return leave(lock);
+          } else {
+            waiting = true;
+            cv.wait(lock, [&] { return head < tail || done == n || failure; });
+            waiting = false;
+            if (failure || (head == tail && done == n)) return;
+          }
           k = queue[head++];
         }
         try {
           steps.run_step(k);
         } catch (...) {
-          std::lock_guard lock(mu);
+          std::unique_lock lock(mu);
           if (!failure) failure = std::current_exception();
           cv.notify_all();
+          if (helper) leave(lock);
           return;
         }
-        std::uint32_t readied = 0;
         std::unique_lock lock(mu, std::defer_lock);
+        bool queued = false;
         for (std::uint32_t i = deps.succ_begin[k]; i < deps.succ_begin[k + 1]; ++i) {
           const std::uint32_t s = deps.succ[i];
           if (pending[s].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
-          if (next == UINT32_MAX) {
+          if (next == kNoStep) {
             next = s;
             continue;
           }
           if (!lock.owns_lock()) lock.lock();
           queue[tail++] = s;
-          ++readied;
+          queued = true;
         }
         if (!lock.owns_lock()) lock.lock();
         const bool finished = ++done == n;
-        lock.unlock();
-        if (finished) cv.notify_all();
-        else if (readied == 1) cv.notify_one();
-        else if (readied > 1) cv.notify_all();
+        // A helper whose next step the idle run's thread can take hands it over and gives
+        // its worker back: the steps after the branches then launch on every core.
+        const bool hand_over = helper && waiting && next != kNoStep;
+        if (hand_over) {
+          queue[tail++] = next;
+          queued = true;
+        }
+        if (queued) recruit(lock, waiting ? 1 : 0);
+        if (finished || queued) cv.notify_all();  // the run's thread may wait for either
+        if (hand_over) return leave(lock);
       }
-    });
-    if (failure) std::rethrow_exception(failure);
-  }
+    }
+
+    // The run's thread, its own work done: waits for the helpers, then reports.
+    void finish() {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return helpers == 0; });
+      if (failure) std::rethrow_exception(failure);
+    }
+
+   private:
+    static int helper_entry(int, TVMParallelGroupEnv*, void* cdata) {
+      auto& run = *static_cast<branch_run*>(cdata);
+      try {
+        run.work(true);
+      } catch (...) {  // outside a step (no memory for the context's copy): the run fails all the same
+        std::unique_lock lock(run.mu);
+        if (!run.failure) run.failure = std::current_exception();
+        run.leave(lock);
+      }
+      return 0;
+    }
+
+    // Posts helpers for the queued steps beyond those `takers` threads waiting will take,
+    // as long as workers are idle and fewer than `most` helpers are out. A helper posted
+    // for a step somebody else takes first finds the queue empty and leaves.
+    void recruit(std::unique_lock<std::mutex>& lock, std::uint32_t takers) {
+      std::uint32_t posted_now = 0;
+      while (helpers < most && tail - head > takers + posted_now) {
+        ++helpers;  // counted before it can start and leave
+        lock.unlock();
+        const bool posted = steps.post_detached(&helper_entry, this);
+        lock.lock();
+        if (!posted) {
+          --helpers;
+          return;
+        }
+        ++posted_now;
+      }
+    }
+
+    // A helper's last touch of the run: the run's thread may return once it is out.
+    void leave(std::unique_lock<std::mutex>&) {
+      --helpers;
+      cv.notify_all();  // under the lock: the run's thread cannot end the run (and its cv) first
+    }
+
+    P& steps;
+    const step_graph& deps;
+    const std::uint32_t n;
+    const int most;  // helpers at once
+    std::span<std::atomic<std::uint32_t>> pending;  // per step: dependencies not yet done
+    std::span<std::uint32_t> queue;                 // ready steps, each pushed once
+    std::mutex mu;
+    std::condition_variable cv;
+    std::uint32_t head = 0, tail = 0, done = 0;
+    int helpers = 0;       // posted and not yet left
+    bool waiting = false;  // the run's thread waits for a step
+    std::exception_ptr failure;
+  };
 };
 static_assert(execution_policy<parallel_branches>);
 

@@ -13,8 +13,8 @@
 // What a policy may use of the program is one of four concepts, each the list of its
 // members; a policy constrains its execute on the one it needs:
 //   basic_step_program   every policy: size, run, run_step, dependencies,
-//                        max_concurrency, parallel_for, counters, slots, thread_context,
-//                        and state<S>, an object the policy keeps per executor
+//                        max_concurrency, parallel_for, post_detached, counters, slots,
+//                        thread_context, and state<S>, an object the policy keeps per executor
 //   device_step_program  + the devices and their drivers: devices, step_device, native_stream, launch_services
 //   lane_step_program    + several streams per device ordered by events:
 //                        use_lanes, run_step_on, signal, wait_for (parallel_streams)
@@ -38,6 +38,7 @@
 #include <span>
 
 #include "../executor/step_graph.hpp"
+#include "../tvm_abi.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -48,13 +49,14 @@ struct policy_state_probe {};
 /// What every policy may use: the steps, their edges, the runtime's pool, per-step
 /// scratch, the run's context for other threads, and per-executor state.
 template <class P>
-concept basic_step_program = requires(P& steps, const P& csteps, std::uint32_t k, void (*task)(int, int)) {
+concept basic_step_program = requires(P& steps, const P& csteps, std::uint32_t k, void (*task)(int, int), FTVMParallelLambda detached) {
   { csteps.size() } -> std::same_as<std::uint32_t>;
   steps.run(k, k);
   steps.run_step(k);
   { csteps.dependencies() } -> std::same_as<const step_graph&>;
   { csteps.max_concurrency() } -> std::same_as<int>;
   steps.parallel_for(1, task);
+  { steps.post_detached(detached, nullptr) } -> std::same_as<bool>;
   { steps.counters() } -> std::same_as<std::span<std::atomic<std::uint32_t>>>;
   { steps.slots() } -> std::same_as<std::span<std::uint32_t>>;
   steps.thread_context();
@@ -105,6 +107,7 @@ struct basic_program_archetype {
   [[nodiscard]] int max_concurrency() const noexcept;
   template <class F>
   void parallel_for(int, F&&) {}  // defined: F may be a policy's lambda
+  bool post_detached(FTVMParallelLambda, void*) noexcept;
   [[nodiscard]] std::span<std::atomic<std::uint32_t>> counters();
   [[nodiscard]] std::span<std::uint32_t> slots();
   [[nodiscard]] context_guard thread_context() const;

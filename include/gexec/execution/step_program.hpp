@@ -52,6 +52,9 @@ class step_program {
   void parallel_for(int num_tasks, F&& f) {
     s_.context.pool->parallel_for(num_tasks, std::forward<F>(f));
   }
+  /// f(0, env, cdata) on a worker of the pool that is idle now, without waiting for it;
+  /// false if none is (thread_pool::post_detached).
+  bool post_detached(FTVMParallelLambda f, void* cdata) noexcept { return s_.context.pool->post_detached(f, cdata); }
   /// Per-step scratch owned by the executor: atomic and plain.
   [[nodiscard]] std::span<std::atomic<std::uint32_t>> counters() {
     if (!s_.counters) s_.counters = std::make_unique<std::atomic<std::uint32_t>[]>(size());
