@@ -168,9 +168,11 @@ bench_stage() {
   [ -f "$conformance/manifest.json" ] || conformance=""
   local tvm_ffi=()  # the TVM-FFI suite's kernels (TVM 0.27), where the gcc stage built them
   [ -f "$build/tvm_ffi/manifest.txt" ] && tvm_ffi=(--tvm-ffi-lib "$build/tvm_ffi/kernels.so")
+  local tvm_python=()  # TVM's own executor beside gexec's threads, where make_models.sh made its venv
+  [ -x "$build/conformance/venv/bin/python" ] && tvm_python=(--tvm-python "$build/conformance/venv/bin/python")
   "$b/gexec_bench_dispatch" "${tvm_ffi[@]}"
   "$b/gexec_bench_thread_pool"
-  "$b/gexec_bench_threads" $conformance
+  "$b/gexec_bench_threads" "${tvm_python[@]}" $conformance
   echo "-- the same on one core, with 2 threads asked for:"
   GEXEC_NUM_THREADS=2 taskset -c 0 "$b/gexec_bench_threads" --threads 2 $conformance
   "$b/gexec_bench_instances" $conformance
