@@ -5,7 +5,7 @@
 // follows the machine's load.
 //
 // Per site: the first calls alternate the two ways (the first one, cold, is not timed);
-// after that the faster way runs, one call in 16 timed (a running average), and the other
+// after that the faster way runs, about one call in 64 timed (a running average), and the other
 // way is tried again once the chosen one has spent about kPatience times the other's
 // last time, so trying costs at most 1/kPatience of the time spent (2%) however slow the
 // other way is: a tiny kernel whose parallel launch waits a scheduler quantum for a
@@ -52,110 +52,139 @@ class launch_sites {
  public:
   /// How a call runs, and what to note of it afterwards.
   struct plan {
-    void* site = nullptr;  ///< null: nothing is learnt (no room), run in parallel
-    bool alone = false;    ///< run on the calling thread only
-    bool timed = false;    ///< measure the call and record() the time
+    std::uint32_t site = kNoSite;  ///< kNoSite: nothing is learnt (no room), run in parallel
+    bool alone = false;            ///< run on the calling thread only
+    bool timed = false;            ///< measure the call and record() the time
+    std::uint8_t warmup = 0;       ///< the call's number among the first kWarmup, else 0
   };
+  static constexpr std::uint32_t kNoSite = UINT32_MAX;
 
-  launch_sites() : sites_(new (std::nothrow) site[kSites]) {}
+  /// A table, unless `enabled` is false (every call then runs in parallel, learning nothing).
+  explicit launch_sites(bool enabled = true)
+      : hot_(enabled ? new (std::nothrow) hot[kSites] : nullptr), figures_(enabled ? new (std::nothrow) figures[kSites] : nullptr) {}
 
-  /// How the call of `key` about to be made runs.
+  /// How the call of `key` about to be made runs. Once a site has learnt, this reads its
+  /// line and writes nothing there: threads calling the same kernel do not pass it around.
   plan choose(const void* key) noexcept {
-    site* s = find(key);
-    if (s == nullptr) return {};
-    const std::uint64_t n = s->calls.load(std::memory_order_relaxed) + 1;
-    s->calls.store(n, std::memory_order_relaxed);
-    if (n <= kWarmup) return {s, n % 2 == 0, n > 1};  // in parallel, alone, in parallel, ...: the first is cold
-    const bool alone = s->alone.load(std::memory_order_relaxed);
-    if (s->retry.load(std::memory_order_relaxed)) {
-      s->retry.store(false, std::memory_order_relaxed);
-      return {s, !alone, true};
+    const std::uint32_t i = find(key);
+    if (i == kNoSite) return {};
+    hot* const s = &hot_[i];
+    const std::uint8_t mode = s->mode.load(std::memory_order_relaxed);
+    if (!(mode & kLearnt)) {
+      const std::uint8_t n = static_cast<std::uint8_t>(std::min<unsigned>(s->calls.load(std::memory_order_relaxed) + 1u, kWarmup));
+      s->calls.store(n, std::memory_order_relaxed);
+      return {i, n % 2 == 0, n > 1, n};  // in parallel, alone, in parallel, ...: the first is cold
     }
-    return {s, alone, n % kSampleEvery == 0};
+    const bool alone = mode & kAlone;
+    if (mode & kRetry) {
+      s->mode.store(static_cast<std::uint8_t>(mode & ~kRetry), std::memory_order_relaxed);
+      return {i, !alone, true, 0};
+    }
+    return {i, alone, sample(), 0};
   }
 
   /// Notes that a timed call planned by choose() took `ticks`.
   void record(const plan& p, std::uint64_t ticks) noexcept {
-    site& s = *static_cast<site*>(p.site);
-    const std::uint64_t n = s.calls.load(std::memory_order_relaxed);
+    hot& h = hot_[p.site];
+    figures& s = figures_[p.site];
     std::atomic<std::uint64_t>& mine = s.ticks[p.alone];
     const std::uint64_t seen = std::max<std::uint64_t>(ticks, 1);
-    if (n <= kWarmup) {
+    const std::uint8_t mode = h.mode.load(std::memory_order_relaxed);
+    if (p.warmup != 0) {
       const std::uint64_t before = mine.load(std::memory_order_relaxed);
       mine.store(before == 0 ? seen : std::min(before, seen), std::memory_order_relaxed);
-      if (n == kWarmup) decide(s);
-    } else if (p.alone != s.alone.load(std::memory_order_relaxed)) {
+      if (p.warmup == kWarmup) decide(h, s);
+    } else if (p.alone != static_cast<bool>(mode & kAlone)) {
       mine.store(seen, std::memory_order_relaxed);  // the other way, tried again: its figure now
-      decide(s);
+      decide(h, s);
     } else {
       const std::uint64_t before = mine.load(std::memory_order_relaxed);
       const auto average = static_cast<std::int64_t>(before) + (static_cast<std::int64_t>(seen) - static_cast<std::int64_t>(before)) / 8;
       mine.store(static_cast<std::uint64_t>(std::max<std::int64_t>(average, 1)), std::memory_order_relaxed);
-      // This sample stands for the kSampleEvery calls since the last one.
+      // This sample stands for the kSampleEvery calls around it.
       const std::uint64_t spent = s.spent.load(std::memory_order_relaxed) + kSampleEvery * seen;
       s.spent.store(spent, std::memory_order_relaxed);
-      if (spent >= s.patience.load(std::memory_order_relaxed)) s.retry.store(true, std::memory_order_relaxed);
+      if (spent >= s.patience.load(std::memory_order_relaxed)) h.mode.store(static_cast<std::uint8_t>(mode | kRetry), std::memory_order_relaxed);
     }
   }
 
   /// Whether the site of `key` runs alone now (false for one never seen): for tests and tools.
   bool runs_alone(const void* key) const noexcept {
-    const site* s = lookup(key);
-    return s != nullptr && s->calls.load(std::memory_order_relaxed) > kWarmup && s->alone.load(std::memory_order_relaxed);
+    const std::uint32_t i = lookup(key);
+    return i != kNoSite && (hot_[i].mode.load(std::memory_order_relaxed) & (kLearnt | kAlone)) == (kLearnt | kAlone);
   }
 
-  static constexpr std::uint64_t kWarmup = 6;
-  static constexpr std::uint64_t kSampleEvery = 16;
+  static constexpr std::uint8_t kWarmup = 6;
+  static constexpr std::uint64_t kSampleEvery = 64;
   static constexpr std::uint64_t kPatience = 50;
   static constexpr std::size_t kSites = 512;
 
  private:
-  struct alignas(64) site {  // a line each: sites of kernels running at once do not share one
+  enum : std::uint8_t { kAlone = 1, kRetry = 2, kLearnt = 4 };
+
+  // What a call reads, packed (16 bytes a site) so that a model's sites share few lines:
+  // a run that comes after a pause misses the cache on as few as it can. Written only
+  // while a site learns, and when its choice changes.
+  struct hot {
     std::atomic<std::uintptr_t> key{0};
-    std::atomic<std::uint64_t> calls{0};
+    std::atomic<std::uint8_t> mode{0};   ///< kLearnt, kAlone (the chosen way), kRetry (the next call tries the other)
+    std::atomic<std::uint8_t> calls{0};  ///< calls so far, up to kWarmup
+  };
+  // What timed calls write.
+  struct alignas(32) figures {
     std::atomic<std::uint64_t> ticks[2] = {};  ///< per call: [0] in parallel, [1] alone
     std::atomic<std::uint64_t> spent{0};       ///< ticks the chosen way took since the other was tried
     std::atomic<std::uint64_t> patience{0};    ///< ticks after which the other way is tried again
-    std::atomic<bool> alone{false};            ///< the chosen way
-    std::atomic<bool> retry{false};            ///< the next call tries the other way
   };
 
-  static void decide(site& s) noexcept {
+  // About one call in kSampleEvery: a per-thread countdown (no shared line written),
+  // restarted at a length drawn from the clock, so that no site a graph calls at a fixed
+  // stride is always skipped.
+  static bool sample() noexcept {
+    thread_local std::uint32_t countdown = kSampleEvery;
+    if (--countdown != 0) return false;
+    countdown = static_cast<std::uint32_t>(kSampleEvery / 2 + (cheap_ticks() >> 4) % kSampleEvery);
+    return true;
+  }
+
+  static void decide(hot& h, figures& s) noexcept {
     const std::uint64_t parallel = s.ticks[0].load(std::memory_order_relaxed), alone = s.ticks[1].load(std::memory_order_relaxed);
     const bool go_alone = alone <= parallel;
-    s.alone.store(go_alone, std::memory_order_relaxed);
     s.spent.store(0, std::memory_order_relaxed);
     s.patience.store(kPatience * (go_alone ? parallel : alone), std::memory_order_relaxed);
+    h.mode.store(static_cast<std::uint8_t>(kLearnt | (go_alone ? kAlone : 0)), std::memory_order_relaxed);
   }
 
   static std::size_t slot_of(std::uintptr_t key) noexcept {
     return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 32) % kSites;
   }
 
-  const site* lookup(const void* key) const noexcept {
-    if (!sites_) return nullptr;
+  std::uint32_t lookup(const void* key) const noexcept {
+    if (!hot_ || !figures_) return kNoSite;
     const auto k = reinterpret_cast<std::uintptr_t>(key);
     for (std::size_t i = slot_of(k), probes = 0; probes < kProbes; i = (i + 1) % kSites, ++probes) {
-      const std::uintptr_t there = sites_[i].key.load(std::memory_order_acquire);
-      if (there == k) return &sites_[i];
-      if (there == 0) return nullptr;
+      const std::uintptr_t there = hot_[i].key.load(std::memory_order_acquire);
+      if (there == k) return static_cast<std::uint32_t>(i);
+      if (there == 0) return kNoSite;
     }
-    return nullptr;
+    return kNoSite;
   }
 
-  site* find(const void* key) noexcept {
-    if (!sites_ || key == nullptr) return nullptr;
+  std::uint32_t find(const void* key) noexcept {
+    if (!hot_ || !figures_ || key == nullptr) return kNoSite;
     const auto k = reinterpret_cast<std::uintptr_t>(key);
     for (std::size_t i = slot_of(k), probes = 0; probes < kProbes; i = (i + 1) % kSites, ++probes) {
-      std::uintptr_t there = sites_[i].key.load(std::memory_order_acquire);
-      if (there == k) return &sites_[i];
-      if (there == 0 && (sites_[i].key.compare_exchange_strong(there, k, std::memory_order_acq_rel) || there == k)) return &sites_[i];
+      std::uintptr_t there = hot_[i].key.load(std::memory_order_acquire);
+      if (there == k) return static_cast<std::uint32_t>(i);
+      if (there == 0 && (hot_[i].key.compare_exchange_strong(there, k, std::memory_order_acq_rel) || there == k))
+        return static_cast<std::uint32_t>(i);
     }
-    return nullptr;
+    return kNoSite;
   }
 
   static constexpr std::size_t kProbes = 16;
-  std::unique_ptr<site[]> sites_;
+  std::unique_ptr<hot[]> hot_;
+  std::unique_ptr<figures[]> figures_;
 };
 
 }  // namespace detail

@@ -243,23 +243,13 @@ class thread_pool {
   /// first failing task's message as this thread's last error.
   int launch(FTVMParallelLambda f, void* cdata, int num_task, launch_options o = {}) noexcept {
     if (max_concurrency_ <= 1 || num_task == 1 || in_parallel_task()) return run_serial(f, cdata);
-    worker_set* ws = workers();
-    if (ws == nullptr) return run_serial(f, cdata);
-    if (!o.learn) return run_parallel(*ws, f, cdata, num_task, o.tasks);
-    const launch_sites::plan p = ws->sites.choose(reinterpret_cast<const void*>(f));
-    if (!p.timed) return p.alone ? run_serial(f, cdata) : run_parallel(*ws, f, cdata, num_task, o.tasks);
-    const std::uint64_t start = cheap_ticks();
-    const int rc = p.alone ? run_serial(f, cdata) : run_parallel(*ws, f, cdata, num_task, o.tasks);
-    const std::uint64_t ticks = cheap_ticks() - start;
-    if (rc == 0) ws->sites.record(p, ticks);
-    return rc;
+    const launch_sites::plan p = o.learn ? sites_.choose(reinterpret_cast<const void*>(f)) : launch_sites::plan{};
+    if (p.alone && !p.timed) return run_serial(f, cdata);  // the common case of a tiny kernel: no worker touched
+    return launch_on_workers(f, cdata, num_task, o.tasks, p);
   }
 
   /// Whether launches of `f` that learn run alone now (false before they have decided).
-  [[nodiscard]] bool runs_alone(FTVMParallelLambda f) const noexcept {
-    const worker_set* ws = set_.load(std::memory_order_acquire);
-    return ws != nullptr && ws->sites.runs_alone(reinterpret_cast<const void*>(f));
-  }
+  [[nodiscard]] bool runs_alone(FTVMParallelLambda f) const noexcept { return sites_.runs_alone(reinterpret_cast<const void*>(f)); }
 
   /// TVMBackendParallelBarrier: every task of the launch waits for the others.
   static int barrier(TVMParallelGroupEnv* penv) noexcept {
@@ -385,13 +375,13 @@ class thread_pool {
     unsigned generation;
     std::unique_ptr<slot[]> slots;
     std::unique_ptr<std::thread[]> threads;
-    launch_sites sites;  ///< what launches that learn have learnt
   };
 
   thread_pool(int num_threads, int cores) noexcept
       : num_threads_(std::clamp(num_threads, 1, int{kNone} / kTasksPerThread)),
         max_concurrency_(std::min(num_threads_, cores)),
-        spin_(num_threads_ <= cores) {}
+        spin_(num_threads_ <= cores),
+        sites_(max_concurrency_ > 1) {}
 
   static void report(const std::string& message) noexcept {
     try {
@@ -412,6 +402,19 @@ class thread_pool {
         j.error = "parallel task " + std::to_string(task_id) + " failed";
     } catch (...) {  // no memory for the message: the launch fails all the same
     }
+  }
+
+  // Out of line: the fast path of launch() stays a few instructions.
+  [[gnu::noinline]] int launch_on_workers(FTVMParallelLambda f, void* cdata, int num_task, task_kind tasks,
+                                          const launch_sites::plan& p) noexcept {
+    worker_set* ws = workers();
+    if (ws == nullptr) return run_serial(f, cdata);
+    if (!p.timed) return p.alone ? run_serial(f, cdata) : run_parallel(*ws, f, cdata, num_task, tasks);
+    const std::uint64_t start = cheap_ticks();
+    const int rc = p.alone ? run_serial(f, cdata) : run_parallel(*ws, f, cdata, num_task, tasks);
+    const std::uint64_t ticks = cheap_ticks() - start;
+    if (rc == 0) sites_.record(p, ticks);
+    return rc;
   }
 
   static bool call_task(job& j, FTVMParallelLambda f, void* cdata, TVMParallelGroupEnv* env, int task_id) noexcept {
@@ -537,7 +540,10 @@ class thread_pool {
       report("unknown exception");
     }
     in_task = outer;
-    if (rc == 0) return 0;
+    return rc == 0 ? 0 : serial_failed();
+  }
+
+  [[gnu::noinline, gnu::cold]] static int serial_failed() noexcept {
     const std::string m = take_last_error();  // the kernel's message, or the exception's
     report(m.empty() ? std::string("parallel task 0 failed") : m);
     return -1;
@@ -634,6 +640,7 @@ class thread_pool {
   int num_threads_;
   int max_concurrency_;
   bool spin_;
+  launch_sites sites_;  ///< what launches that learn have learnt; no table where launches are plain calls
   std::atomic<worker_set*> set_{nullptr};
 };
 
