@@ -1,0 +1,1 @@
+// Compiled only to precompile the headers the tests share (tests/CMakeLists.txt).
