@@ -20,27 +20,18 @@ def main(conformance_dir, threads):
     os.environ["TVM_NUM_THREADS"] = str(threads)
     import numpy as np
     import tvm
-    from tvm.contrib import graph_executor
 
     # A figure labelled N threads must come from N threads: TVM falls back on other
     # variables and on the core count where TVM_NUM_THREADS is not read.
     pool = tvm.get_global_func("runtime.NumThreads", allow_missing=True)
     if pool is not None and pool() != threads:
         raise SystemExit("TVM's pool has %d threads, not the %d asked for" % (pool(), threads))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tvm_models"))
+    from time_tvm import graph_modules
+
     dev = tvm.cpu(0)
     times = {}
-    with open(os.path.join(conformance_dir, "manifest.json")) as f:
-        models = json.load(f)["models"]
-    for name in models:
-        model_dir = os.path.join(conformance_dir, name)
-        module = graph_executor.GraphModule(tvm.runtime.load_module(os.path.join(model_dir, "model.so"))["default"](dev))
-        with open(os.path.join(model_dir, "inputs.bin"), "rb") as f:
-            for key, value in tvm.runtime.load_param_dict(f.read()).items():
-                module.set_input(key, value)
-        try:
-            module.run()
-        except tvm.TVMError:
-            continue  # needs a runtime function this TVM lacks; gexec's figure stands alone
+    for name, module in graph_modules(conformance_dir, dev):
         # number=1 grown by min_repeat_ms: models of microseconds get many runs per repeat,
         # resnet (tens of ms a run) one, which keeps the four conditions within seconds.
         timer = module.module.time_evaluator("run", dev, number=1, repeat=7, min_repeat_ms=40)

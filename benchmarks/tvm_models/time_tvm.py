@@ -16,9 +16,10 @@ import tvm
 from tvm.contrib import graph_executor
 
 
-def main(conformance_dir, out_path):
-    dev = tvm.cpu(0)
-    times = {}
+def graph_modules(conformance_dir, dev):
+    """(name, GraphModule) per conformance model, from its single file, given gexec's
+    inputs and run once; a model whose run() needs a runtime function this TVM lacks is
+    left out (gexec's figure stands alone). Also used by benchmarks/threads/tvm_threads.py."""
     with open(os.path.join(conformance_dir, "manifest.json")) as f:
         models = json.load(f)["models"]
     for name in models:
@@ -30,7 +31,14 @@ def main(conformance_dir, out_path):
         try:
             module.run()
         except tvm.TVMError:
-            continue  # needs a runtime function this TVM lacks; gexec's figure stands alone
+            continue
+        yield name, module
+
+
+def main(conformance_dir, out_path):
+    dev = tvm.cpu(0)
+    times = {}
+    for name, module in graph_modules(conformance_dir, dev):
         timer = module.module.time_evaluator("run", dev, number=10, repeat=5, min_repeat_ms=50)
         results = np.array(timer().results) * 1e3
         times[name] = {"mean_ms": float(results.mean()), "median_ms": float(np.median(results))}
