@@ -617,6 +617,61 @@ TEST_CASE("parallel branches: kernels' parallel loops take the workers no branch
   CHECK(s->most["tail"] == 2);
 }
 
+TEST_CASE("runs whose launches all run alone use a one-thread pool, and one run in kSerialRuns + 1 learns again") {
+  // A kernel that launches parallel work the way TVM's hook does (independent tasks that
+  // learn) and notes the pool it saw. "alone" pays only alone (its tasks but the first are
+  // slow, as on a descheduled worker): after learning that, short runs use the one-thread
+  // pool, where a launch is a plain call. "parallel" pays in parallel (its single task is
+  // slow): its runs keep the workers.
+  auto rt = gexec::runtime::create({.num_threads = 2});
+  if (rt->num_threads() < 2 || gexec::detail::available_cores() < 2) {
+    MESSAGE("SKIPPED: fewer than 2 cores");
+    return;
+  }
+  auto seen = std::make_shared<std::vector<int>>();  // per run: the most threads the kernel's pool had
+  gexec::registry r;
+  auto add_kernel = [&](const char* name, FTVMParallelLambda task) {
+    r.add(name, [seen, task](gexec::packed_args a) {
+      gexec::detail::thread_pool& pool = gexec::detail::current_pool();
+      seen->push_back(pool.max_concurrency());
+      REQUIRE(pool.launch(task, nullptr, 0, {.tasks = gexec::detail::task_kind::independent, .learn = true}) == 0);
+      for (std::int64_t i = 0; i < n; ++i) data_of(a.tensor(1))[i] = data_of(a.tensor(0))[i] + 1;
+    });
+  };
+  add_kernel("alone", [](int task_id, TVMParallelGroupEnv*, void*) -> int {
+    if (task_id != 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    return 0;
+  });
+  add_kernel("parallel", [](int, TVMParallelGroupEnv* penv, void*) -> int {
+    if (penv->num_task == 1) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    return 0;
+  });
+  constexpr auto period = gexec::detail::serial_runs::kSerialRuns + 1;
+  for (const char* kernel : {"alone", "parallel"}) {
+    CAPTURE(kernel);
+    gexec::graph_builder b;
+    b.output(b.op("k", kernel, {b.input("x", {n})}, {{{n}}}));
+    gexec::basic_model m(b.build(), r, gexec::model_options{{gexec::cpu()}, rt});
+    auto ex = m.instantiate();
+    ex.set_input("x", tensor({n}, test::iota(n)));
+    for (int i = 0; i < 100; ++i) ex.run();  // learnt
+    seen->clear();
+    for (std::uint32_t i = 0; i < 2 * period; ++i) ex.run();
+    std::vector<float> expect = test::iota(n);
+    for (float& v : expect) v += 1;
+    CHECK(values_of(ex.get_output(0)) == expect);
+    const auto serial = std::count(seen->begin(), seen->end(), 1);
+    if (kernel[0] == 'a') {
+      // Each learning run is followed by kSerialRuns serial ones, unless the machine
+      // stalled it past kShortRun: most runs are serial, and runs still learn.
+      CHECK(serial >= period);
+      CHECK(serial < 2 * period);
+    } else {
+      CHECK(serial == 0);
+    }
+  }
+}
+
 TEST_CASE("run() without an observer is the plain loop; an observer is called around each step") {
   gexec::basic_model m(branches_graph(false), kernels());
   auto ex = m.instantiate();

@@ -397,6 +397,7 @@ class graph_executor {
       s.allocate_unbound_inputs(*m_);
     detail::context_scope scope(&s.context);
     detail::workspace_scope workspace;
+    detail::serial_runs::scope serial(s.serial, s.context);
     program<Observer> steps(*m_, s, observer);
     struct back_to_lane_zero {  // a lane policy leaves the executor's own streams current
       instance& s;

@@ -27,6 +27,7 @@
 #include "../plan.hpp"
 #include "../planners/planner.hpp"
 #include "../runtime/run_context.hpp"
+#include "../runtime/serial_runs.hpp"
 #include "bindings.hpp"
 #include "instance_plan.hpp"
 #include "model_state.hpp"
@@ -53,6 +54,7 @@ struct executor_instance {
   bool inputs_ready = false;        ///< every input slot bound or allocated
   occupancy turns;
   run_context context;
+  serial_runs serial;  ///< whether the next runs use the workers at all
   /// Scratch of execution policies, per step; allocated on first use.
   std::unique_ptr<std::atomic<std::uint32_t>[]> counters;
   std::unique_ptr<std::uint32_t[]> slots;

@@ -48,6 +48,28 @@ inline std::uint64_t cheap_ticks() noexcept {
 #endif
 }
 
+/// Ticks of cheap_ticks() in a microsecond, roughly: read from the counter's frequency
+/// on aarch64; on x86 the time-stamp counter runs near the nominal clock, taken as 3 GHz.
+inline std::uint64_t ticks_per_microsecond() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  return 3000;
+#elif defined(__aarch64__)
+  std::uint64_t hz;
+  asm volatile("mrs %0, cntfrq_el0" : "=r"(hz));
+  return std::max<std::uint64_t>(hz / 1000000, 1);
+#else
+  return 1000;
+#endif
+}
+
+/// How many runs the run in progress on this thread stands for: 1, or more for a run
+/// that learns after runs that learnt nothing (serial_runs.hpp). Samples count for as
+/// many calls, so that the time a choice has cost is counted in full.
+inline std::uint32_t& runs_per_run() noexcept {
+  thread_local std::uint32_t runs = 1;
+  return runs;
+}
+
 class launch_sites {
  public:
   /// How a call runs, and what to note of it afterwards.
@@ -101,8 +123,9 @@ class launch_sites {
       const std::uint64_t before = mine.load(std::memory_order_relaxed);
       const auto average = static_cast<std::int64_t>(before) + (static_cast<std::int64_t>(seen) - static_cast<std::int64_t>(before)) / 8;
       mine.store(static_cast<std::uint64_t>(std::max<std::int64_t>(average, 1)), std::memory_order_relaxed);
-      // This sample stands for the kSampleEvery calls around it.
-      const std::uint64_t spent = s.spent.load(std::memory_order_relaxed) + kSampleEvery * seen;
+      // This sample stands for the kSampleEvery calls around it (and for as many in each
+      // run that looked nothing up, serial_runs.hpp).
+      const std::uint64_t spent = s.spent.load(std::memory_order_relaxed) + kSampleEvery * runs_per_run() * seen;
       s.spent.store(spent, std::memory_order_relaxed);
       if (spent >= s.patience.load(std::memory_order_relaxed)) h.mode.store(static_cast<std::uint8_t>(mode | kRetry), std::memory_order_relaxed);
     }

@@ -191,6 +191,13 @@ inline bool& in_parallel_task() noexcept {
   return flag;
 }
 
+/// Launches and posts of this thread that reached a worker: serial_runs.hpp reads it
+/// around a run to learn whether the run used any.
+inline std::uint32_t& worker_uses() noexcept {
+  thread_local std::uint32_t count = 0;
+  return count;
+}
+
 /// How the tasks of a launch may run.
 enum class task_kind : std::uint8_t {
   together,     ///< one per thread, all at once: the lambda may call TVMBackendParallelBarrier
@@ -314,6 +321,7 @@ class thread_pool {
       s.state.store(kPosted, std::memory_order_seq_cst);
       std::atomic_thread_fence(std::memory_order_seq_cst);  // see run_parallel()
       if (s.wake.load(std::memory_order_seq_cst) & 1) wake_worker(s);
+      ++worker_uses();
       return true;
     }
     return false;
@@ -465,6 +473,7 @@ class thread_pool {
     }
     if (reserved == 0) return run_serial(f, cdata);  // every core is busy with other launches
     slots[last].next = kNone;
+    ++worker_uses();
 
     job j;
     j.env.sync_handle = &j;
