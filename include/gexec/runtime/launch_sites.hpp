@@ -5,13 +5,17 @@
 // follows the machine's load.
 //
 // Per site: the first calls alternate the two ways (the first one, cold, is not timed);
-// after that the faster way runs, about one call in 64 timed (a running average), and the other
+// after that the faster way runs, about one call in 64 timed, every call where calls
+// take 10 us or more (each way's figure is the mean of its last kWindow timed calls,
+// the older half dropped when the window fills, and halved at each new try), and the other
 // way is tried again once the chosen one has spent about kPatience times the other's
 // last time, so trying costs at most 1/kPatience of the time spent (2%) however slow the
 // other way is: a tiny kernel whose parallel launch waits a scheduler quantum for a
 // descheduled worker tries it again after thousands of calls, a convolution whose serial
 // run takes twice its parallel one after a hundred. The wait is counted in time, not in
 // calls, so a chosen way that turns slow (the machine got busy) is questioned sooner.
+// A try runs the other way for up to kTrial calls in a row and switches on its mean,
+// stopping as soon as that mean loses: the calls it adds all beat the chosen way.
 //
 // The table is fixed (kSites entries, open addressing on the lambda's address, filled
 // with a compare-and-swap, never emptied); a site that finds no room runs in parallel
@@ -102,30 +106,39 @@ class launch_sites {
       s->mode.store(static_cast<std::uint8_t>(mode & ~kRetry), std::memory_order_relaxed);
       return {i, !alone, true, 0};
     }
-    return {i, alone, sample(), 0};
+    return {i, alone, (mode & kEvery) || sample(), 0};
   }
 
   /// Notes that a timed call planned by choose() took `ticks`.
   void record(const plan& p, std::uint64_t ticks) noexcept {
     hot& h = hot_[p.site];
     figures& s = figures_[p.site];
-    std::atomic<std::uint64_t>& mine = s.ticks[p.alone];
     const std::uint64_t seen = std::max<std::uint64_t>(ticks, 1);
     const std::uint8_t mode = h.mode.load(std::memory_order_relaxed);
+    const bool chosen = mode & kAlone;
+    if (p.warmup == 0 && p.alone != chosen && s.trial_calls.load(std::memory_order_relaxed) == 0)
+      s.forget(p.alone);  // a new try of the other way: what it did long ago counts for less
+    s.add(p.alone, seen);
     if (p.warmup != 0) {
-      const std::uint64_t before = mine.load(std::memory_order_relaxed);
-      mine.store(before == 0 ? seen : std::min(before, seen), std::memory_order_relaxed);
       if (p.warmup == kWarmup) decide(h, s);
-    } else if (p.alone != static_cast<bool>(mode & kAlone)) {
-      mine.store(seen, std::memory_order_relaxed);  // the other way, tried again: its figure now
+    } else if (p.alone != chosen) {
+      // The other way, tried again: up to kTrial calls in a row, while its mean beats
+      // the chosen way's. One call is not enough to go back to it: a parallel launch
+      // beside a busy core is mostly fast and sometimes waits a scheduler quantum for
+      // its worker, and one lucky call would switch a site that loses on average.
+      const std::uint32_t n = s.trial_calls.load(std::memory_order_relaxed) + 1;
+      if (n < kTrial && s.mean(p.alone) < s.mean(chosen)) {
+        s.trial_calls.store(n, std::memory_order_relaxed);
+        h.mode.store(static_cast<std::uint8_t>(mode | kRetry), std::memory_order_relaxed);
+        return;
+      }
+      s.trial_calls.store(0, std::memory_order_relaxed);
       decide(h, s);
     } else {
-      const std::uint64_t before = mine.load(std::memory_order_relaxed);
-      const auto average = static_cast<std::int64_t>(before) + (static_cast<std::int64_t>(seen) - static_cast<std::int64_t>(before)) / 8;
-      mine.store(static_cast<std::uint64_t>(std::max<std::int64_t>(average, 1)), std::memory_order_relaxed);
-      // This sample stands for the kSampleEvery calls around it (and for as many in each
-      // run that looked nothing up, serial_runs.hpp).
-      const std::uint64_t spent = s.spent.load(std::memory_order_relaxed) + kSampleEvery * runs_per_run() * seen;
+      // A sample stands for the kSampleEvery calls around it (and for as many in each run
+      // that looked nothing up, serial_runs.hpp); a long call is timed every time.
+      const std::uint64_t calls = (mode & kEvery) ? 1 : kSampleEvery * runs_per_run();
+      const std::uint64_t spent = s.spent.load(std::memory_order_relaxed) + calls * seen;
       s.spent.store(spent, std::memory_order_relaxed);
       if (spent >= s.patience.load(std::memory_order_relaxed)) h.mode.store(static_cast<std::uint8_t>(mode | kRetry), std::memory_order_relaxed);
     }
@@ -138,27 +151,57 @@ class launch_sites {
   }
 
   static constexpr std::uint8_t kWarmup = 6;
+  static constexpr std::uint32_t kTrial = 4;
   static constexpr std::uint64_t kSampleEvery = 64;
   static constexpr std::uint64_t kPatience = 50;
   static constexpr std::size_t kSites = 512;
 
  private:
-  enum : std::uint8_t { kAlone = 1, kRetry = 2, kLearnt = 4 };
+  enum : std::uint8_t { kAlone = 1, kRetry = 2, kLearnt = 4, kEvery = 8 };
+  /// Timed calls a way's mean covers, about: past that, its figures are halved.
+  static constexpr std::uint32_t kWindow = 64;
 
   // What a call reads, packed (16 bytes a site) so that a model's sites share few lines:
   // a run that comes after a pause misses the cache on as few as it can. Written only
   // while a site learns, and when its choice changes.
   struct hot {
     std::atomic<std::uintptr_t> key{0};
-    std::atomic<std::uint8_t> mode{0};   ///< kLearnt, kAlone (the chosen way), kRetry (the next call tries the other)
+    std::atomic<std::uint8_t> mode{0};   ///< kLearnt, kAlone (the chosen way), kRetry (the next call tries the other), kEvery (time every call)
     std::atomic<std::uint8_t> calls{0};  ///< calls so far, up to kWarmup
   };
   // What timed calls write.
-  struct alignas(32) figures {
-    std::atomic<std::uint64_t> ticks[2] = {};  ///< per call: [0] in parallel, [1] alone
-    std::atomic<std::uint64_t> spent{0};       ///< ticks the chosen way took since the other was tried
-    std::atomic<std::uint64_t> patience{0};    ///< ticks after which the other way is tried again
+  struct alignas(64) figures {
+    // Per way ([0] in parallel, [1] alone): the ticks and count of its recent timed calls.
+    // A mean, not a running average of a few samples: a parallel launch beside a busy
+    // core takes a scheduler quantum now and then, and its cost is in those.
+    std::atomic<std::uint64_t> sum[2] = {};
+    std::atomic<std::uint32_t> count[2] = {};
+    std::atomic<std::uint32_t> trial_calls{0};  ///< calls of the other way in the try under way
+    std::atomic<std::uint64_t> spent{0};        ///< ticks the chosen way took since the other was tried
+    std::atomic<std::uint64_t> patience{0};     ///< ticks after which the other way is tried again
+
+    std::uint64_t mean(bool way) const noexcept {
+      const std::uint32_t n = count[way].load(std::memory_order_relaxed);
+      return n == 0 ? 0 : sum[way].load(std::memory_order_relaxed) / n;
+    }
+    void add(bool way, std::uint64_t ticks) noexcept {
+      std::uint64_t t = sum[way].load(std::memory_order_relaxed) + ticks;
+      std::uint32_t n = count[way].load(std::memory_order_relaxed) + 1;
+      if (n >= kWindow) {
+        t /= 2;
+        n /= 2;
+      }
+      sum[way].store(t, std::memory_order_relaxed);
+      count[way].store(n, std::memory_order_relaxed);
+    }
+    void forget(bool way) noexcept {
+      const std::uint32_t n = count[way].load(std::memory_order_relaxed);
+      if (n < 2) return;
+      sum[way].store(sum[way].load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
+      count[way].store(n / 2, std::memory_order_relaxed);
+    }
   };
+
 
   // About one call in kSampleEvery: a per-thread countdown (no shared line written),
   // restarted at a length drawn from the clock, so that no site a graph calls at a fixed
@@ -171,11 +214,19 @@ class launch_sites {
   }
 
   static void decide(hot& h, figures& s) noexcept {
-    const std::uint64_t parallel = s.ticks[0].load(std::memory_order_relaxed), alone = s.ticks[1].load(std::memory_order_relaxed);
+    const std::uint64_t parallel = s.mean(false), alone = s.mean(true);
     const bool go_alone = alone <= parallel;
     s.spent.store(0, std::memory_order_relaxed);
     s.patience.store(kPatience * (go_alone ? parallel : alone), std::memory_order_relaxed);
-    h.mode.store(static_cast<std::uint8_t>(kLearnt | (go_alone ? kAlone : 0)), std::memory_order_relaxed);
+    const bool every = (go_alone ? alone : parallel) >= long_call_ticks();
+    h.mode.store(static_cast<std::uint8_t>(kLearnt | (go_alone ? kAlone : 0) | (every ? kEvery : 0)), std::memory_order_relaxed);
+  }
+
+  // A call long enough (10 us) that reading the clock twice around it costs nothing
+  // measurable: such a site times every call, and its means hold every stall.
+  static std::uint64_t long_call_ticks() noexcept {
+    static const std::uint64_t ticks = 10 * ticks_per_microsecond();
+    return ticks;
   }
 
   static std::size_t slot_of(std::uintptr_t key) noexcept {
