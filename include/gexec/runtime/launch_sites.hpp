@@ -6,13 +6,14 @@
 //
 // Per site: the first calls alternate the two ways (the first one, cold, is not timed);
 // after that the faster way runs, about one call in 64 timed, every call where calls
-// take 10 us or more (each way's figure is the mean of its last kWindow timed calls,
-// the older half dropped when the window fills, and halved at each new try), and the other
-// way is tried again once the chosen one has spent about kPatience times the other's
-// last time, so trying costs at most 1/kPatience of the time spent (2%) however slow the
-// other way is: a tiny kernel whose parallel launch waits a scheduler quantum for a
-// descheduled worker tries it again after thousands of calls, a convolution whose serial
-// run takes twice its parallel one after a hundred. The wait is counted in time, not in
+// take 10 us or more. Each way's figure is the mean of its recent timed calls (a sum and
+// a count, both halved when the count reaches kWindow and at each new try of that way,
+// so older calls weigh less). The other way is tried again once the chosen one has
+// spent about kPatience times the other's figure, so trying costs at most 1/kPatience
+// of the time spent (2%) however slow the other way is: a tiny kernel whose parallel
+// launch waits a scheduler quantum for a descheduled worker tries it again after
+// thousands of calls, a convolution whose serial run takes twice its parallel one after
+// a hundred. The wait is counted in time, not in
 // calls, so a chosen way that turns slow (the machine got busy) is questioned sooner.
 // A try runs the other way for up to kTrial calls in a row and switches on its mean,
 // stopping as soon as that mean loses: the calls it adds all beat the chosen way.
@@ -201,7 +202,6 @@ class launch_sites {
       count[way].store(n / 2, std::memory_order_relaxed);
     }
   };
-
 
   // About one call in kSampleEvery: a per-thread countdown (no shared line written),
   // restarted at a length drawn from the clock, so that no site a graph calls at a fixed

@@ -26,7 +26,7 @@ namespace detail {
 
 class serial_runs {
  public:
-  /// Runs after a short run that used no worker that use the one-thread pool.
+  /// How many runs use the one-thread pool after a short run that used no worker.
   static constexpr std::uint32_t kSerialRuns = 255;
   /// Runs up to this long may be followed by serial runs.
   static constexpr std::chrono::microseconds kShortRun{50};
