@@ -59,9 +59,6 @@ class serial_runs {
     scope(const scope&) = delete;
     scope& operator=(const scope&) = delete;
 
-    /// Whether this run uses the one-thread pool: for tests and tools.
-    [[nodiscard]] bool serial() const noexcept { return context_.pool != pool_; }
-
    private:
     static thread_pool& one_thread() noexcept {
       static thread_pool pool(1);  // starts no thread
