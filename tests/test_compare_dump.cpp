@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -165,7 +166,19 @@ TEST_CASE("compare_dump: inputs from the dump; wrong shapes, dtypes, missing nod
   gexec::param_dict other;
   other.set("conv____topo-index:0____output-num:0", tensor({1}, {1.0f}));
   CHECK(contains(error_of([&] { (void)gexec::compare_dump(ex, other); }), "a dump of another model?"));
-  CHECK(contains(error_of([&] { (void)gexec::compare_dump(ex, dump, {.atol = -1}); }), "atol and rtol must be >= 0"));
+  CHECK(contains(error_of([&] { (void)gexec::compare_dump(ex, dump, {.atol = -1}); }), "atol and rtol must be finite and >= 0"));
+  // a tolerance that cannot fail is no check
+  CHECK(contains(error_of([&] { (void)gexec::compare_dump(ex, dump, {.atol = INFINITY}); }), "must be finite"));
+  CHECK(contains(error_of([&] { (void)gexec::compare_dump(ex, dump, {.atol = 0, .rtol = NAN}); }), "must be finite"));
+  // a dump that lacks computed nodes agrees with them nowhere: not equal, and it says so
+  gexec::param_dict inputs_only;
+  for (const auto& [name, value] : dump)
+    if (name.starts_with("x____") || name.starts_with("y____")) inputs_only.set(name, value);
+  const gexec::dump_comparison partial = gexec::compare_dump(ex, inputs_only);
+  CHECK(partial.first_divergence() == nullptr);
+  CHECK(partial.missing == 3);
+  CHECK(!partial.complete());
+  CHECK(!partial.equal());
   CHECK(contains(error_of([&] { (void)gexec::find_dump_file(root / "nothing"); }), "no such file or directory"));
   fs::create_directories(root / "empty");
   CHECK(contains(error_of([&] { (void)gexec::find_dump_file(root / "empty"); }), "holds neither output_tensors.params"));
@@ -173,4 +186,38 @@ TEST_CASE("compare_dump: inputs from the dump; wrong shapes, dtypes, missing nod
   fs::copy_file(root / "_tvmdbg_device_CPU_0" / "output_tensors.params", root / "_tvmdbg_device_CUDA_0" / "output_tensors.params");
   CHECK(contains(error_of([&] { (void)gexec::find_dump_file(root); }), "several devices"));
   fs::remove_all(root);
+}
+
+namespace {
+template <class T>
+gexec::ndarray integers(std::vector<T> v) {
+  auto a = gexec::ndarray::empty({static_cast<std::int64_t>(v.size())}, gexec::dtype_of<T>());
+  std::memcpy(a.data(), v.data(), v.size() * sizeof(T));
+  return a;
+}
+template <class T>
+gexec::node_comparison compared(std::vector<T> got, std::vector<T> want, gexec::compare_tolerance t) {
+  gexec::node_comparison c;
+  gexec::detail::compare_tensors(integers(std::move(got)), integers(std::move(want)), t, c);
+  return c;
+}
+}  // namespace
+
+TEST_CASE("integers compare as integers: 2^53 + 1 is not 2^53, at any width and sign") {
+  const std::int64_t big = std::int64_t{1} << 53;
+  auto c = compared<std::int64_t>({big + 1, 7}, {big, 7}, {.atol = 0, .rtol = 0});
+  CHECK(c.mismatched == 1);
+  CHECK(c.first_mismatch == 0);
+  CHECK(c.max_abs == 1);
+  CHECK(!c.is_float);
+  CHECK(compared<std::int64_t>({big + 1}, {big}, {.atol = 1, .rtol = 0}).mismatched == 0);
+  CHECK(compared<std::uint64_t>({~std::uint64_t{0}}, {~std::uint64_t{0} - 1}, {.atol = 0, .rtol = 0}).mismatched == 1);
+  CHECK(compared<std::uint64_t>({~std::uint64_t{0}}, {~std::uint64_t{0}}, {.atol = 0, .rtol = 0}).mismatched == 0);
+  // the extremes of int64 are 2^64 - 1 apart, which a double would round
+  c = compared<std::int64_t>({INT64_MIN, -3}, {INT64_MAX, -3}, {.atol = 0, .rtol = 0});
+  CHECK(c.mismatched == 1);
+  CHECK(c.max_abs == doctest::Approx(18446744073709551615.0));
+  CHECK(compared<std::int8_t>({-128, 127}, {127, 127}, {.atol = 0, .rtol = 0}).max_abs == 255);
+  CHECK(compared<std::int32_t>({-5, 5}, {-5, 5}, {.atol = 0, .rtol = 0}).mismatched == 0);
+  CHECK(compared<std::uint16_t>({65535, 1}, {65534, 1}, {.atol = 0, .rtol = 0}).mismatched == 1);
 }

@@ -387,6 +387,32 @@ TEST_CASE("load_params_file reads into the executor's own memory: fresh, then in
   }
 }
 
+TEST_CASE("load_params_file reads a .safetensors file as load_param_dict_file and model::load do") {
+  scratch_dir dir("load_safetensors");
+  const auto file = dir.path / "params.safetensors";
+  gexec::save_safetensors_file(weights(), file);
+  const auto x = ramp(-1.0f, 0.01f);
+  auto ex = gexec::create(weighted_graph(), kernels());
+  ex.load_params_file(file);
+  ex.set_input("x", tensor({kN}, x));
+  ex.run();
+  CHECK(values_of(ex.get_output(0)) == expected(x, weights()));
+  CHECK(values_of(ex.get_input("w")) == values_of(weights().at("w")));
+  // A malformed one changes nothing, and is named as a .safetensors file.
+  gexec::param_dict bad;
+  bad.set("w", tensor({kN}, ramp(100.0f, 0.0f)));
+  bad.set("v", tensor({3}, {0, 0, 0}));
+  gexec::save_safetensors_file(bad, file);
+  auto e = error_of([&] { ex.load_params_file(file); });
+  CHECK(e.code() == gexec::errc::shape_mismatch);
+  std::filesystem::resize_file(file, std::filesystem::file_size(file) - 1);
+  e = error_of([&] { ex.load_params_file(file); });
+  CHECK(e.code() == gexec::errc::invalid_params);
+  CHECK(contains(e, "safetensors " + file.string()));
+  ex.run();
+  CHECK(values_of(ex.get_output(0)) == expected(x, weights()));
+}
+
 TEST_CASE("model::load reports progress over the graph and parameter files together") {
   scratch_dir dir("load_progress");
   const auto graph_file = dir.path / "graph.json", params_file = dir.path / "params.bin";

@@ -190,3 +190,33 @@ TEST_CASE("malformed files are refused with the offset at fault") {
   CHECK(message_of(file_of(tail, data)).find("at byte " + std::to_string(8 + tail.size() + 8) + ": data bytes 8 to 16 belong to no tensor") !=
         std::string::npos);
 }
+
+TEST_CASE("a tensor named twice is refused, also when one spelling escapes it; a field named twice too") {
+  const auto data = bytes_of(std::vector<float>{1, 2, 3, 4});
+  const std::string twice = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})";
+  CHECK(message_of(file_of(twice, data)).find("\"a\" is given twice") != std::string::npos);
+  const std::string escaped = R"({"ab":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"\u0061b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})";
+  CHECK(message_of(file_of(escaped, data)).find("\"ab\" is given twice") != std::string::npos);
+  const std::string field = R"({"t":{"dtype":"F32","dtype":"F16","shape":[4],"data_offsets":[0,16]}})";
+  CHECK(message_of(file_of(field, data)).find("\"t.dtype\" is given twice") != std::string::npos);
+}
+
+TEST_CASE("save_safetensors refuses what its reader refuses: names that are not UTF-8, \"__metadata__\", a name twice") {
+  auto dict_of = [](std::vector<std::string> names) {
+    std::vector<std::pair<std::string, gexec::ndarray>> d;
+    for (auto& n : names) d.emplace_back(std::move(n), gexec::ndarray::empty({2}, gexec::dtype_of<float>()));
+    return d;
+  };
+  CHECK(contains(error_of([&] { (void)gexec::save_safetensors(dict_of({"ok", "bad\xff"})); }), "tensor name \"bad\xff\" is not UTF-8"));
+  CHECK(contains(error_of([&] { (void)gexec::save_safetensors(dict_of({"\xc0\xaf"})); }), "is not UTF-8"));  // an overlong '/'
+  CHECK(contains(error_of([&] { (void)gexec::save_safetensors(dict_of({"__metadata__"})); }), "cannot be named \"__metadata__\""));
+  CHECK(contains(error_of([&] { (void)gexec::save_safetensors(dict_of({"w", "b", "w"})); }), "two tensors are named \"w\""));
+  CHECK(error_of([&] { (void)gexec::save_safetensors(dict_of({"__metadata__"})); }).code() == gexec::errc::invalid_argument);
+  // Names the format takes are written and read back as they were: UTF-8, quotes, controls.
+  const auto fine = dict_of({"caf\xc3\xa9", "q\"uote", "tab\there", "", "\xf0\x9f\x98\x80"});
+  const auto file = gexec::save_safetensors(fine);
+  const gexec::param_dict back = gexec::load_param_dict(std::span<const std::byte>(file));
+  REQUIRE(back.size() == fine.size());
+  std::size_t i = 0;
+  for (const auto& [name, value] : back) CHECK(name == fine[i++].first);
+}

@@ -3,12 +3,16 @@
 // compression (np.savez_compressed's deflated members are refused, naming the member).
 // Read in the archive's order, names without ".npy"; written with CRC-32s that Python's
 // zipfile checks, members stored, Zip64 records where an archive needs them on reading.
+// The whole directory is checked before any member is decoded: each name once, no two
+// members sharing bytes (what an archive decodes to is bounded by its size); one member
+// can be read alone, as numpy reads them.
 //
 //   for (auto& [name, a] : gexec::load_npz_file("inputs.npz")) ex.set_input(name, a);
 //   gexec::save_npz_file("outputs.npz", {{"softmax", ex.get_output(0)}});
 
 #include "config.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -17,10 +21,12 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "detail/byte_io.hpp"
+#include "detail/json_path.hpp"
 #include "error.hpp"
 #include "ndarray.hpp"
 #include "npy.hpp"
@@ -48,7 +54,19 @@ class npz_reader {
  public:
   npz_reader(std::span<const std::byte> zip, std::string what) : zip_(zip), what_(std::move(what)) {}
 
-  std::vector<std::pair<std::string, ndarray>> read() {
+  /// Where one member's .npy bytes lie.
+  struct member {
+    std::string name;  ///< without ".npy"
+    std::size_t header = 0;  ///< its local header's offset
+    std::span<const std::byte> bytes;
+    std::uint32_t crc = 0;
+    std::size_t entry = 0;  ///< its central directory entry's offset
+  };
+
+  /// Every member of the archive, checked before any is decoded: stored, inside the
+  /// archive, named once, and no two sharing bytes (so that what they decode to is
+  /// bounded by the archive's size).
+  std::vector<member> members() const {
     // The end of central directory record: the last 22+ bytes, a comment after it.
     if (zip_.size() < 22) fail(0, "too short for a zip archive (" + std::to_string(zip_.size()) + " bytes)");
     std::size_t eocd = zip_.size() - 22;
@@ -65,7 +83,8 @@ class npz_reader {
       cd_offset = u64(static_cast<std::size_t>(z) + 48);
     }
     if (cd_offset > zip_.size() || cd_size > zip_.size() - cd_offset) fail(eocd, "central directory past the end of the archive");
-    std::vector<std::pair<std::string, ndarray>> out;
+    std::vector<member> out;
+    std::unordered_map<std::string_view, std::size_t> names;  // name -> index in `out`
     std::size_t at = static_cast<std::size_t>(cd_offset);
     for (std::uint64_t i = 0; i < count; ++i) {
       need(at, 46);
@@ -87,26 +106,74 @@ class npz_reader {
         }
         e += 4 + len;
       }
-      const std::string member = "member \"" + name + "\"";
+      const std::string label = "member \"" + printable(name) + "\"";
       if (method != 0)
-        fail(at, member + " is compressed (method " + std::to_string(method) +
+        fail(at, label + " is compressed (method " + std::to_string(method) +
                      ", as np.savez_compressed writes); gexec reads np.savez's stored members");
-      if (compressed != size) fail(at, member + ": stored with a compressed size " + std::to_string(compressed) + " != size " + std::to_string(size));
-      if (local > zip_.size()) fail(at, member + ": local header offset " + std::to_string(local) + " past the end");
+      if (compressed != size) fail(at, label + ": stored with a compressed size " + std::to_string(compressed) + " != size " + std::to_string(size));
+      if (local > zip_.size()) fail(at, label + ": local header offset " + std::to_string(local) + " past the end");
       const auto l = static_cast<std::size_t>(local);
       need(l, 30);
-      if (u32(l) != 0x04034b50u) fail(l, member + ": bad local header");
+      if (u32(l) != 0x04034b50u) fail(l, label + ": bad local header");
       const std::size_t data = l + 30 + u16(l + 26) + u16(l + 28);
-      if (data > zip_.size() || size > zip_.size() - data) fail(l, member + ": data past the end of the archive");
-      const std::span<const std::byte> bytes = zip_.subspan(data, static_cast<std::size_t>(size));
-      if (crc32(bytes) != u32(at + 16)) fail(data, member + ": CRC-32 mismatch");
-      if (name.size() > 4 && name.ends_with(".npy")) name.resize(name.size() - 4);
-      try {
-        out.emplace_back(std::move(name), load_npy(bytes));
-      } catch (const error& e) {
-        throw error(e.code(), what_ + ": " + member + ": " + e.what());
-      }
+      if (data > zip_.size() || size > zip_.size() - data) fail(l, label + ": data past the end of the archive");
+      // numpy names a member "<name>.npy" (an array named "" is ".npy").
+      if (name.ends_with(".npy")) name.resize(name.size() - 4);
+      member m{std::move(name), l, zip_.subspan(data, static_cast<std::size_t>(size)), u32(at + 16), at};
+      out.push_back(std::move(m));
       at += 46 + name_len + extra_len + comment_len;
+    }
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (const auto [it, fresh] = names.emplace(out[i].name, i); !fresh)
+        fail(out[i].entry, "member \"" + printable(out[i].name) + "\" appears twice (an archive names each array once)");
+    std::vector<const member*> by_offset;
+    for (const member& m : out) by_offset.push_back(&m);
+    std::stable_sort(by_offset.begin(), by_offset.end(), [](const member* a, const member* b) { return a->header < b->header; });
+    for (std::size_t i = 1; i < by_offset.size(); ++i) {
+      const member& a = *by_offset[i - 1];
+      const member& b = *by_offset[i];
+      const std::size_t a_end = static_cast<std::size_t>(a.bytes.data() + a.bytes.size() - zip_.data());
+      if (b.header < a_end)
+        fail(b.header, "member \"" + printable(b.name) + "\" overlaps member \"" + printable(a.name) + "\" (bytes " + std::to_string(a.header) +
+                           " to " + std::to_string(a_end) + "): members share no bytes");
+    }
+    return out;
+  }
+
+  /// One member's array, its CRC-32 checked.
+  ndarray read(const member& m) const {
+    const std::string label = "member \"" + printable(m.name) + "\"";
+    if (crc32(m.bytes) != m.crc) fail(static_cast<std::uint64_t>(m.bytes.data() - zip_.data()), label + ": CRC-32 mismatch");
+    try {
+      return load_npy(m.bytes);
+    } catch (const error& e) {
+      throw error(e.code(), what_ + ": " + label + ": " + e.what());
+    }
+  }
+
+  /// Every array, in the archive's order.
+  std::vector<std::pair<std::string, ndarray>> read() const {
+    std::vector<std::pair<std::string, ndarray>> out;
+    for (member& m : members()) {
+      ndarray a = read(m);
+      out.emplace_back(std::move(m.name), std::move(a));
+    }
+    return out;
+  }
+
+  /// The arrays named in `names`, in that order, read alone (errc::not_found naming one the
+  /// archive lacks, and the names it has).
+  std::vector<std::pair<std::string, ndarray>> read(const std::vector<std::string>& names) const {
+    const std::vector<member> all = members();
+    std::vector<std::pair<std::string, ndarray>> out;
+    for (const std::string& name : names) {
+      const auto it = std::find_if(all.begin(), all.end(), [&](const member& m) { return m.name == name; });
+      if (it == all.end()) {
+        std::string have;
+        for (const member& m : all) have += (have.empty() ? "\"" : ", \"") + printable(m.name) + "\"";
+        throw error(errc::not_found, what_ + ": no array \"" + printable(name) + "\" (it holds " + (have.empty() ? "none" : have) + ")");
+      }
+      out.emplace_back(name, read(*it));
     }
     return out;
   }
@@ -149,11 +216,21 @@ inline std::vector<std::pair<std::string, ndarray>> load_npz_file(const std::fil
   return detail::npz_reader(detail::as_bytes(bytes), "npz " + path.string()).read();
 }
 
+/// Only the arrays named in `names` of an .npz file, in that order; the others are not
+/// decoded (errc::not_found naming an array the archive lacks).
+inline std::vector<std::pair<std::string, ndarray>> load_npz_file(const std::filesystem::path& path, const std::vector<std::string>& names) {
+  const std::string bytes = detail::regular_file(path, "npz file").read_all();
+  return detail::npz_reader(detail::as_bytes(bytes), "npz " + path.string()).read(names);
+}
+
 /// The bytes of an .npz archive holding `arrays` as "<name>.npy" members, stored, as
 /// np.savez writes them (archives of 4 GiB or more are refused).
 inline std::string save_npz(const std::vector<std::pair<std::string, ndarray>>& arrays) {
   std::string out, directory;
+  std::unordered_map<std::string_view, int> names;
   for (const auto& [name, a] : arrays) {
+    if (!names.emplace(name, 0).second)
+      throw error(errc::invalid_argument, "save_npz: two arrays are named \"" + detail::printable(name) + "\": not written");
     const std::string npy = save_npy(a), file = name + ".npy";
     if (out.size() + npy.size() + file.size() + 30 >= 0xFFFFFFFFu || file.size() > 0xFFFF)
       throw error(errc::invalid_argument, "save_npz: the archive would reach 4 GiB (or a name 64 KiB): not written");

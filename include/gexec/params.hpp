@@ -381,6 +381,14 @@ class param_file {
  public:
   explicit param_file(const std::filesystem::path& path) : file_(path, "parameter file") {
     lock_file(file_.fd(), LOCK_SH, file_.name(), "is being written (another process holds an exclusive flock on it)");
+    if (file_.size() >= 9) {
+      std::byte first[9];
+      file_.read_exact(first, 9, 0);
+      if (looks_like_safetensors(first)) {
+        index_safetensors();
+        return;
+      }
+    }
     file_reader in(file_, "params " + path.string());
     try {
       std::vector<std::string> names = read_param_names_of(in);
@@ -409,6 +417,12 @@ class param_file {
   }
 
  private:
+  // A .safetensors file: its header read and checked, its tensors indexed where they lie.
+  void index_safetensors() {
+    for (safetensors_entry& e : read_safetensors_index(file_))
+      records_.push_back({std::move(e.name), tensor_header{std::move(e.shape), e.dtype, e.bytes}, e.offset});
+  }
+
   regular_file file_;
   std::vector<param_record> records_;
 };

@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -169,15 +170,21 @@ inline std::vector<std::pair<std::string, ndarray>> read_safetensors(std::span<c
 
 /// The tensors of a .safetensors file, read header first (a malformed one is refused after
 /// reading it alone), then each tensor straight into its storage.
-inline std::vector<std::pair<std::string, ndarray>> read_safetensors_file(const regular_file& file, progress_sink* progress = nullptr) {
+/// The tensors of a .safetensors file, its header alone read and checked: where each lies.
+inline std::vector<safetensors_entry> read_safetensors_index(const regular_file& file) {
   const std::string what = "safetensors " + file.path().string();
   std::byte first[8]{};
   if (file.size() >= 8) file.read_exact(first, 8, 0);
   const std::uint64_t n = safetensors_header_length(first, file.size(), what);
   std::string header(static_cast<std::size_t>(n), '\0');
   file.read_exact(header.data(), n, 8);
+  return parse_safetensors_header(header, file.size(), what);
+}
+
+inline std::vector<std::pair<std::string, ndarray>> read_safetensors_file(const regular_file& file, progress_sink* progress = nullptr) {
+  const std::string what = "safetensors " + file.path().string();
   std::vector<std::pair<std::string, ndarray>> out;
-  for (safetensors_entry& e : parse_safetensors_header(header, file.size(), what)) {
+  for (safetensors_entry& e : read_safetensors_index(file)) {
     ndarray a = safetensors_storage(e, what);
     if (e.bytes) file.read_exact(a.data(), e.bytes, e.offset, progress);
     out.emplace_back(std::move(e.name), std::move(a));
@@ -199,7 +206,16 @@ std::vector<std::byte> save_safetensors(const Tensors& tensors) {
     std::uint64_t begin = 0;
   };
   std::vector<item> items;
+  std::unordered_set<std::string_view> names;
   for (const auto& [name, a] : tensors) {
+    // What the reader refuses is never written: a header is JSON (names in UTF-8, each once)
+    // and "__metadata__" is the format's own key.
+    if (!detail::is_utf8(name))
+      throw error(errc::invalid_argument, "save_safetensors: tensor name \"" + detail::printable(name) +
+                                              "\" is not UTF-8, which a .safetensors header (JSON) cannot hold");
+    if (name == "__metadata__")
+      throw error(errc::invalid_argument, "save_safetensors: a tensor cannot be named \"__metadata__\", the format's key for metadata");
+    if (!names.insert(std::string_view(name)).second) throw error(errc::invalid_argument, "save_safetensors: two tensors are named \"" + detail::printable(name) + "\"");
     const auto dtype = detail::safetensors_name_of(a.dtype());
     if (!dtype)
       throw error(errc::invalid_argument, "save_safetensors: tensor \"" + name + "\" is " + to_string(a.dtype()) +

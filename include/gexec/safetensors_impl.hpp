@@ -6,6 +6,8 @@
 
 #include <boost/json.hpp>
 
+#include "detail/json_reader.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -24,61 +26,68 @@ inline std::optional<std::uint64_t> safetensors_size(const boost::json::value& v
 }
 
 GEXEC_DECL std::vector<safetensors_entry> parse_safetensors_header(std::string_view header, std::uint64_t file_size, const std::string& what) {
-  // The file offset of a key's first appearance (of the header, where it is escaped otherwise).
+  // The file offset of a key's first appearance (of the header, where it is escaped
+  // otherwise): looked for only when a message needs it, so that a header of many
+  // tensors is read in one pass.
   auto key_offset = [&header](const std::string& name) -> std::uint64_t {
     const auto at = header.find(json_quoted(name));
     return 8 + (at == std::string_view::npos ? 0 : at);
   };
   const std::uint64_t data_start = 8 + header.size();
   const std::uint64_t data_size = file_size - data_start;
-  boost::json::stream_parser p;
+  // strict_json_handler refuses an object naming a key twice (also when spelt with \u
+  // escapes), where a plain DOM would keep the last and drop the first silently.
+  boost::json::basic_parser<strict_json_handler> p(boost::json::parse_options{});
   boost::system::error_code ec;
-  const std::size_t used = p.write(header.data(), header.size(), ec);
-  if (!ec) p.finish(ec);
+  const std::size_t used = p.write_some(false, header.data(), header.size(), ec);
+  if (!p.handler().duplicate_at.empty())
+    safetensors_fail(what, 8 + used, "\"" + p.handler().duplicate_at + "\" is given twice (the header names each tensor and field once)");
+  if (!ec && used != header.size()) ec = boost::json::error::extra_data;
   if (ec) safetensors_fail(what, 8 + used, "malformed JSON header (" + ec.message() + ")");
-  const boost::json::value doc = p.release();
+  const boost::json::value doc = p.handler().st.release();
   if (!doc.is_object()) safetensors_fail(what, 8, "the header is not a JSON object");
   std::vector<safetensors_entry> out;
   for (const auto& kv : doc.as_object()) {
     const std::string name(kv.key());
-    const std::uint64_t at = key_offset(name);
+    // Where a message about this key points (found in the text only then).
+    const auto fail = [&](const std::string& message) { safetensors_fail(what, key_offset(name), message); };
     if (name == "__metadata__") {
-      if (!kv.value().is_object()) safetensors_fail(what, at, "__metadata__ is not an object");
+      if (!kv.value().is_object()) fail("__metadata__ is not an object");
       for (const auto& m : kv.value().as_object())
-        if (!m.value().is_string()) safetensors_fail(what, at, "__metadata__ \"" + std::string(m.key()) + "\" is not a string");
+        if (!m.value().is_string()) fail("__metadata__ \"" + printable(m.key()) + "\" is not a string");
       continue;
     }
-    const std::string label = "tensor \"" + name + "\"";
-    if (!kv.value().is_object()) safetensors_fail(what, at, label + " is not an object of dtype, shape and data_offsets");
+    const std::string label = "tensor \"" + printable(name) + "\"";
+    if (!kv.value().is_object()) fail(label + " is not an object of dtype, shape and data_offsets");
     const auto& t = kv.value().as_object();
     for (const auto& f : t)
       if (f.key() != "dtype" && f.key() != "shape" && f.key() != "data_offsets")
-        safetensors_fail(what, at, label + ": unknown field \"" + std::string(f.key()) + "\"");
+        fail(label + ": unknown field \"" + std::string(f.key()) + "\"");
     const auto* dtype = t.if_contains("dtype");
     const auto* shape = t.if_contains("shape");
     const auto* offsets = t.if_contains("data_offsets");
-    if (!dtype || !shape || !offsets) safetensors_fail(what, at, label + " lacks " + (!dtype ? "dtype" : !shape ? "shape" : "data_offsets"));
+    if (!dtype || !shape || !offsets) fail(label + " lacks " + (!dtype ? "dtype" : !shape ? "shape" : "data_offsets"));
     safetensors_entry e;
     e.name = name;
-    if (!dtype->is_string()) safetensors_fail(what, at, label + ": dtype is not a string");
+    if (!dtype->is_string()) fail(label + ": dtype is not a string");
     const auto d = safetensors_dtype_of(std::string_view(dtype->as_string()));
     if (!d)
-      safetensors_fail(what, at, label + ": dtype \"" + std::string(dtype->as_string()) +
+      fail(label + ": dtype \"" + std::string(dtype->as_string()) +
                    "\" is not one gexec stores (F64, F32, F16, BF16, I64-I8, U64-U8, BOOL, F8_E4M3, F8_E5M2)");
     e.dtype = *d;
-    if (!shape->is_array()) safetensors_fail(what, at, label + ": shape is not an array");
+    if (!shape->is_array()) fail(label + ": shape is not an array");
     if (shape->as_array().size() > static_cast<std::size_t>(max_ndim))
-      safetensors_fail(what, at, label + ": " + std::to_string(shape->as_array().size()) + " dimensions exceed gexec's limit of " + std::to_string(max_ndim));
+      fail(label + ": " + std::to_string(shape->as_array().size()) + " dimensions exceed gexec's limit of " + std::to_string(max_ndim));
     for (const auto& v : shape->as_array()) {
       const auto dim = safetensors_size(v);
-      if (!dim || *dim > static_cast<std::uint64_t>(INT64_MAX)) safetensors_fail(what, at, label + ": shape " + boost::json::serialize(*shape) + " is not a list of sizes");
+      if (!dim || *dim > static_cast<std::uint64_t>(INT64_MAX)) fail(label + ": shape " + boost::json::serialize(*shape) + " is not a list of sizes");
       e.shape.push_back(static_cast<std::int64_t>(*dim));
     }
     const auto size = checked_byte_size(e.shape, e.dtype);
-    if (!size) safetensors_fail(what, at, label + ": shape " + shape_to_string(e.shape) + " overflows");
-    if (!offsets->is_array() || offsets->as_array().size() != 2) safetensors_fail(what, at, label + ": data_offsets is not [begin, end]");
+    if (!size) fail(label + ": shape " + shape_to_string(e.shape) + " overflows");
+    if (!offsets->is_array() || offsets->as_array().size() != 2) fail(label + ": data_offsets is not [begin, end]");
     const auto begin = safetensors_size(offsets->as_array()[0]), end = safetensors_size(offsets->as_array()[1]);
-    if (!begin || !end || *begin > *end) safetensors_fail(what, at, label + ": data_offsets " + boost::json::serialize(*offsets) + " is not [begin, end] with begin <= end");
+    if (!begin || !end || *begin > *end) fail(label + ": data_offsets " + boost::json::serialize(*offsets) + " is not [begin, end] with begin <= end");
     if (*end > data_size)
       safetensors_fail(what, data_start + std::min(*begin, data_size), label + ": data_offsets [" + std::to_string(*begin) + ", " + std::to_string(*end) +
                                                          "] run past the end of the data (" + std::to_string(data_size) + " bytes)");

@@ -16,7 +16,9 @@ class DumpComparison:
     """The result of compare_dump: ``nodes`` (one dict per node output, in graph order:
     node_id, index, name, func_name, key, dtype, shape, inputs, found, problem, count,
     mismatched, first_mismatch, max_abs, max_rel, max_ulps (None for integers), within),
-    ``first_divergence`` (one of them, or None), ``equal``, ``inputs_from_dump`` and ``file``."""
+    ``first_divergence`` (one of them, or None), ``missing`` (node outputs the dump lacks),
+    ``complete`` (it lacks none), ``equal`` (complete, and no divergence),
+    ``inputs_from_dump`` and ``file``."""
 
     def __init__(self, file, taken, rows, first, table, described):
         self.file = file
@@ -27,13 +29,24 @@ class DumpComparison:
         self._described = described
 
     @property
+    def missing(self):
+        return sum(1 for n in self.nodes if not n["found"])
+
+    @property
+    def complete(self):
+        return self.missing == 0
+
+    @property
     def equal(self):
-        return self.first_divergence is None
+        return self.complete and self.first_divergence is None
 
     def table(self):
         return self._table
 
     def __str__(self):
+        if self.first_divergence is None and not self.complete:
+            return self._table + "INCOMPLETE: the dump lacks %d of %d node outputs; the %d it holds agree\n" % (
+                self.missing, len(self.nodes), len(self.nodes) - self.missing)
         if self.first_divergence is None:
             return self._table + "every node the dump holds agrees\n"
         return self._table + "first divergence at " + self._described

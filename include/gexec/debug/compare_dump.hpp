@@ -80,7 +80,11 @@ struct dump_comparison {
       if (n.found && !n.within()) return &n;
     return nullptr;
   }
-  bool equal() const noexcept { return first_divergence() == nullptr; }
+  /// Every node output was compared: the dump lacks none (a dump of the inputs alone
+  /// would agree with anything).
+  bool complete() const noexcept { return missing == 0; }
+  /// Complete, and no node output differs.
+  bool equal() const noexcept { return complete() && first_divergence() == nullptr; }
 
   /// One line per node output: id, name, function, dtype and shape, the differences and
   /// a verdict ("ok", "DIFFERS", "missing"; the first divergence marked).
@@ -198,6 +202,31 @@ inline bool comparable_dtype(DLDataType t) noexcept {
   return false;
 }
 
+/// An integer or bool element, exactly (a double holds integers up to 2^53 only).
+struct exact_integer {
+  bool negative = false;
+  std::uint64_t magnitude = 0;
+  bool operator==(const exact_integer&) const = default;
+};
+
+inline exact_integer integer_element(const ndarray& a, std::uint64_t i) {
+  const DLDataType t = a.dtype();
+  const auto* p = static_cast<const unsigned char*>(a.data()) + i * element_bytes(t);
+  std::uint64_t u = 0;
+  const unsigned bytes = t.bits == 1 ? 1 : t.bits / 8;
+  std::memcpy(&u, p, bytes);  // little-endian hosts
+  if (t.code == kDLInt && bytes < 8 && (u >> (bytes * 8 - 1)) & 1) u |= ~std::uint64_t{0} << (bytes * 8);  // sign-extended
+  if (t.code == kDLInt && (u >> 63)) return {true, ~u + 1};
+  return {false, u};
+}
+
+/// |a - b|, saturated at 2^64 - 1.
+inline std::uint64_t integer_distance(exact_integer a, exact_integer b) noexcept {
+  if (a.negative == b.negative) return a.magnitude > b.magnitude ? a.magnitude - b.magnitude : b.magnitude - a.magnitude;
+  const std::uint64_t sum = a.magnitude + b.magnitude;
+  return sum < a.magnitude ? ~std::uint64_t{0} : sum;
+}
+
 inline void compare_tensors(const ndarray& got, const ndarray& want, compare_tolerance tol, node_comparison& out) {
   const DLDataType t = got.dtype();
   out.count = got.numel() * t.lanes;
@@ -211,11 +240,20 @@ inline void compare_tensors(const ndarray& got, const ndarray& want, compare_tol
   }
   out.is_float = t.code == kDLFloat || t.code == kDLBfloat;
   for (std::uint64_t i = 0; i < out.count; ++i) {
-    const double g = dump_element(got, i), w = dump_element(want, i);
-    if (g == w || (std::isnan(g) && std::isnan(w))) continue;
-    const double diff = std::fabs(g - w);  // NaN when one side is
-    const double rel = w == 0 ? std::numeric_limits<double>::infinity() : diff / std::fabs(w);
-    if (std::isnan(diff) || !(diff <= tol.atol + tol.rtol * std::fabs(w))) {
+    double diff = 0, want_abs = 0;  // diff is NaN when one side is
+    if (out.is_float) {
+      const double g = dump_element(got, i), w = dump_element(want, i);
+      if (g == w || (std::isnan(g) && std::isnan(w))) continue;
+      diff = std::fabs(g - w);
+      want_abs = std::fabs(w);
+    } else {  // integers and bools compare as integers: 2^53 + 1 is not 2^53
+      const exact_integer g = integer_element(got, i), w = integer_element(want, i);
+      if (g == w) continue;
+      diff = static_cast<double>(integer_distance(g, w));
+      want_abs = static_cast<double>(w.magnitude);
+    }
+    const double rel = want_abs == 0 ? std::numeric_limits<double>::infinity() : diff / want_abs;
+    if (std::isnan(diff) || !(diff <= tol.atol + tol.rtol * want_abs)) {
       if (out.mismatched++ == 0) out.first_mismatch = i;
     }
     if (std::isnan(diff)) {
@@ -229,6 +267,13 @@ inline void compare_tensors(const ndarray& got, const ndarray& want, compare_tol
       out.max_ulps = std::max(out.max_ulps, static_cast<std::uint64_t>(a > b ? a - b : b - a));
     }
   }
+}
+
+/// A tolerance that can fail: finite and >= 0 (errc::invalid_argument naming `what`).
+inline void check_tolerance(compare_tolerance t, const std::string& what) {
+  if (!(t.atol >= 0) || !(t.rtol >= 0) || !std::isfinite(t.atol) || !std::isfinite(t.rtol))
+    throw error(errc::invalid_argument, what + ": atol and rtol must be finite and >= 0 (atol " + std::to_string(t.atol) + ", rtol " +
+                                            std::to_string(t.rtol) + ")");
 }
 
 }  // namespace detail
@@ -283,7 +328,7 @@ std::vector<std::string> set_inputs_from_dump(Executor& ex, const param_dict& du
 /// output with the dump's (see find_dump_file for `dir`).
 template <class Executor>
 dump_comparison compare_dump(Executor& ex, const param_dict& dump, compare_tolerance tolerance = {}) {
-  if (!(tolerance.atol >= 0) || !(tolerance.rtol >= 0)) throw error(errc::invalid_argument, "compare_dump: atol and rtol must be >= 0");
+  detail::check_tolerance(tolerance, "compare_dump");
   const graph& g = ex.get_graph();
   dump_comparison c;
   c.tolerance = tolerance;

@@ -35,6 +35,37 @@ inline std::string json_quoted(std::string_view s) {
   return out + '"';
 }
 
+/// The length of the well-formed UTF-8 sequence (Unicode 15, table 3-7, as Boost.JSON
+/// checks it) that starts at `q`, a byte >= 0x80, with `left` bytes from `q` on; 0 when
+/// there is none.
+inline std::ptrdiff_t utf8_sequence(const char* q, std::ptrdiff_t left) noexcept {
+  const auto at = [&](std::ptrdiff_t j) { return left > j ? static_cast<unsigned char>(q[j]) : 0u; };
+  const auto cont = [&](std::ptrdiff_t j, unsigned lo = 0x80, unsigned hi = 0xbf) { return at(j) >= lo && at(j) <= hi; };
+  const unsigned c = at(0);
+  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
+  if (c == 0xe0) return cont(1, 0xa0) && cont(2) ? 3 : 0;
+  if (c == 0xed) return cont(1, 0x80, 0x9f) && cont(2) ? 3 : 0;
+  if (c >= 0xe1 && c <= 0xef) return cont(1) && cont(2) ? 3 : 0;
+  if (c == 0xf0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (c == 0xf4) return cont(1, 0x80, 0x8f) && cont(2) && cont(3) ? 4 : 0;
+  if (c >= 0xf1 && c <= 0xf3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+/// Whether `s` is well-formed UTF-8 (what a JSON reader takes in a string).
+inline bool is_utf8(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::ptrdiff_t n = utf8_sequence(s.data() + i, static_cast<std::ptrdiff_t>(s.size() - i));
+    if (n == 0) return false;
+    i += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 /// `s` for an error message: control characters (NUL first: it would end the message
 /// for every C reader of what()) written as \xNN, everything else as it is.
 inline std::string printable(std::string_view s) {

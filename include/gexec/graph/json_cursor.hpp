@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "../detail/json_path.hpp"
 #include "checks.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -187,16 +188,7 @@ class json_cursor {
         continue;
       }
       if (c >= 0x80) {  // well-formed UTF-8 (Unicode 15, table 3-7), as Boost.JSON checks it
-        const auto at = [&](std::ptrdiff_t j) { return end_ - q > j ? static_cast<unsigned char>(q[j]) : 0u; };
-        const auto cont = [&](std::ptrdiff_t j, unsigned lo = 0x80, unsigned hi = 0xbf) { return at(j) >= lo && at(j) <= hi; };
-        std::ptrdiff_t len = 0;
-        if (c >= 0xc2 && c <= 0xdf) len = cont(1) ? 2 : 0;
-        else if (c == 0xe0) len = cont(1, 0xa0) && cont(2) ? 3 : 0;
-        else if (c == 0xed) len = cont(1, 0x80, 0x9f) && cont(2) ? 3 : 0;
-        else if (c >= 0xe1 && c <= 0xef) len = cont(1) && cont(2) ? 3 : 0;
-        else if (c == 0xf0) len = cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
-        else if (c == 0xf4) len = cont(1, 0x80, 0x8f) && cont(2) && cont(3) ? 4 : 0;
-        else if (c >= 0xf1 && c <= 0xf3) len = cont(1) && cont(2) && cont(3) ? 4 : 0;
+        const std::ptrdiff_t len = utf8_sequence(q, end_ - q);
         if (len == 0) return fail;
         q += len;
         continue;
