@@ -321,7 +321,10 @@ TEST_CASE("--output-dir writes each output as .npy; --expected compares with a t
   CHECK(bad.status == 1);
   CHECK(has(bad, "expected NAME=@FILE.npy"));
   CHECK(run_cli(split + " -i x=1,2,3,4 --expected nope=@" + (dir / "off.npy").string()).status == 1);
-  CHECK(has(run_cli(split + " -i x=1 --atol -1"), "--atol and --rtol must be >= 0"));
+  CHECK(has(run_cli(split + " -i x=1 --atol -1"), "--atol and --rtol must be finite and >= 0, --rtol below 1"));
+  // tolerances that cannot fail are no check
+  CHECK(has(run_cli(split + " -i x=1 --atol inf --expected 0=@" + (dir / "off.npy").string()), "--atol and --rtol must be finite"));
+  CHECK(run_cli(split + " -i x=1 --rtol 1e300 --expected 0=@" + (dir / "off.npy").string()).status == 1);
 }
 
 TEST_CASE("--info and --dot describe the model without running it") {
@@ -433,12 +436,24 @@ TEST_CASE("--compare-dump: every node against a dump in TVM's layout, inputs fro
     gexec::save_param_dict_file(dump, root / "_tvmdbg_device_CPU_0" / "output_tensors.params");
   };
   write(dir / "same", dense1);
-  const result a = run_cli(split + " --compare-dump " + (dir / "same").string() + " --atol 1e-5");
+  // Two node outputs the dump lacks were never compared: not a match unless asked for.
+  const result partial = run_cli(split + " --compare-dump " + (dir / "same").string() + " --atol 1e-5");
+  CHECK(partial.status == 2);
+  CHECK(has(partial, "INCOMPLETE: the dump holds 5 of the graph's 7 node outputs"));
+  const result a = run_cli(split + " --compare-dump " + (dir / "same").string() + " --atol 1e-5 --allow-missing");
   CHECK(a.status == 0);
   CHECK(has(a, "input x: from the dump"));
   CHECK(has(a, "5 of 7 node outputs within the tolerance, 2 not in the dump"));
-  CHECK(has(a, "MATCH: every node the dump holds agrees"));
+  CHECK(has(a, "MATCH: 5 of 7 node outputs compared, all agree"));
   check_close(printed(a, "softmax:0"), mlp(x));
+  // A dump of the input alone agrees with anything: never a match by default.
+  gexec::param_dict input_only;
+  input_only.set("x____topo-index:0____output-num:0", tensor({1, 4}, x));
+  fs::create_directories(dir / "input_only");
+  gexec::save_param_dict_file(input_only, dir / "input_only" / "output_tensors.params");
+  const result only = run_cli(split + " --compare-dump " + (dir / "input_only").string());
+  CHECK(only.status == 2);
+  CHECK(has(only, "INCOMPLETE: the dump holds 1 of the graph's 7 node outputs"));
 
   auto changed = dense1;
   changed[5] += 0.25f;
@@ -451,7 +466,7 @@ TEST_CASE("--compare-dump: every node against a dump in TVM's layout, inputs fro
   CHECK(has(b, "input: x:0 float32[1, 4]"));
   CHECK(has(b, "input: w1:0 float32[8, 4]"));
   CHECK(has(b, "1 of 8 elements beyond atol 1e-05 rtol 0, the first at flat index 5; max abs diff 0.25"));
-  CHECK(run_cli(split + " --compare-dump " + (dir / "changed").string() + " --atol 0.3").status == 0);
+  CHECK(run_cli(split + " --compare-dump " + (dir / "changed").string() + " --atol 0.3 --allow-missing").status == 0);
 
   const result c = run_cli(split + " --compare-dump " + (dir / "none").string());
   CHECK(c.status == 1);
@@ -519,6 +534,17 @@ TEST_CASE("inputs from one .npz or raw .bin files, outputs to one .npz named by 
   std::ofstream(dir / "short.bin", std::ios::binary) << "abc";
   CHECK(has(run_cli(split + " -i x=@" + (dir / "short.bin").string()), "holds 3 bytes; the model's float32[1, 4] takes 16"));
   CHECK(has(run_cli(split + " -i x=1 --output " + (dir / "out.npy").string()), "name it FILE.npz"));
+  // never written over a file the run reads: its input archive, its parameters
+  const auto in_before = fs::file_size(dir / "in.npz");
+  const result over_input = run_cli(split + " -i @" + (dir / "in.npz").string() + " --output " + (dir / "in.npz").string());
+  CHECK(over_input.status == 1);
+  CHECK(has(over_input, "--output " + (dir / "in.npz").string() + ": is a file this run reads"));
+  CHECK(fs::file_size(dir / "in.npz") == in_before);
+  const auto params_copy = dir / "params.npz";
+  fs::copy_file(params_file, params_copy, fs::copy_options::overwrite_existing);
+  const std::string split_copy = " -g " + graph_file + " -l " + GEXEC_TEST_KERNELS + " -p " + params_copy.string();
+  CHECK(has(run_cli(split_copy + " -i x=1 --output " + params_copy.string()), "is a file this run reads"));
+  CHECK(gexec::load_param_dict_file(params_copy).size() == 2);
 }
 
 TEST_CASE("--expected by plain name or index, checked before the run; --zero-missing never fills weights; the progress bar on stderr") {
@@ -599,7 +625,19 @@ TEST_CASE("reference bundles: --make-bundle from a run or from given outputs, --
   const result ok = run_cli(" --verify " + b);
   CHECK(ok.status == 0);
   CHECK(has(ok, "MATCH output 0 (softmax:0)"));
-  CHECK(has(ok, "VERIFIED: the bundle " + b + ", 1 outputs against expected.npz (atol 1e-06, rtol 0)"));
+  CHECK(has(ok, "VERIFIED: the bundle " + b + ", 1 of 1 outputs against expected.npz (atol 1e-06, rtol 0)"));
+  {  // bundle.txt lists the outputs it holds, and CRLF line ends read as LF
+    std::ifstream in(fs::path(b) / "bundle.txt");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text.find("\noutput softmax\n") != std::string::npos);
+    std::string crlf;
+    for (char ch : text) crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+    const std::string b2 = (dir / "crlf").string();
+    fs::create_directories(b2);
+    for (const auto& e : fs::directory_iterator(b)) fs::copy_file(e.path(), fs::path(b2) / e.path().filename());
+    std::ofstream(fs::path(b2) / "bundle.txt", std::ios::binary) << crlf;
+    CHECK(run_cli(" --verify " + b2).status == 0);
+  }
 
   // wrong expected outputs: exit 2 and the element; a looser --atol on the command line wins
   auto off = mlp(x);
@@ -624,7 +662,48 @@ TEST_CASE("reference bundles: --make-bundle from a run or from given outputs, --
   // bad bundles and command lines
   CHECK(has(run_cli(" --verify " + (dir / "none").string()), "no bundle.txt in it"));
   std::ofstream(fs::path(c) / "bundle.txt") << "gexec-bundle 1\nmodel ../../etc/passwd\n";
-  CHECK(has(run_cli(" --verify " + c), "expected KEY FILE (a file in the bundle)"));
+  CHECK(has(run_cli(" --verify " + c), "expected model FILE (a file in the bundle)"));
+  // bundles that could not have been checked: no outputs, one of two, a second "expected"
+  // line, a symbolic link, a tolerance that cannot fail
+  auto tampered = [&](const std::string& name, const std::function<void(const fs::path&)>& change) {
+    const fs::path t = dir / name;
+    fs::create_directories(t);
+    for (const auto& e : fs::directory_iterator(b)) fs::copy_file(e.path(), t / e.path().filename(), fs::copy_options::overwrite_existing);
+    change(t);
+    return run_cli(" --verify " + t.string());
+  };
+  const result empty = tampered("empty", [](const fs::path& t) { std::ofstream(t / "expected.npz", std::ios::binary) << gexec::save_npz({}); });
+  CHECK(empty.status == 2);
+  CHECK(has(empty, "MISSING output 0 (softmax:0): expected.npz does not hold it"));
+  CHECK(has(empty, "FAILED: the bundle " + (dir / "empty").string() + ", 0 of 1 outputs"));
+  const result twice = tampered("twice", [&](const fs::path& t) {
+    std::ofstream(t / "other.npz", std::ios::binary) << gexec::save_npz({});
+    std::ofstream(t / "bundle.txt", std::ios::app) << "expected other.npz\n";
+  });
+  CHECK(twice.status == 1);
+  CHECK(has(twice, "\"expected\" is given twice"));
+  const result link = tampered("link", [&](const fs::path& t) {
+    std::ofstream(dir / "elsewhere.npz", std::ios::binary) << gexec::save_npz({});
+    fs::remove(t / "expected.npz");
+    fs::create_symlink(dir / "elsewhere.npz", t / "expected.npz");
+  });
+  CHECK(link.status == 1);
+  CHECK(has(link, "expected.npz is a symbolic link"));
+  const result held_twice = tampered("held_twice", [&](const fs::path& t) {
+    std::ofstream(t / "expected.npz", std::ios::binary) << gexec::save_npz({{"softmax", tensor({1, 3}, mlp(x))}, {"0", tensor({1, 3}, mlp(x))}});
+  });
+  CHECK(has(held_twice, "output 0 (softmax:0) is held twice"));
+  const result wrong_list = tampered("wrong_list", [&](const fs::path& t) { std::ofstream(t / "bundle.txt", std::ios::app) << "output extra\n"; });
+  CHECK(wrong_list.status == 2);
+  CHECK(has(wrong_list, "lists the outputs softmax, extra; the model's are softmax"));
+  const result loose = tampered("loose", [&](const fs::path& t) {
+    std::ifstream in(t / "bundle.txt");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find("rtol 0"), 6, "rtol 1e300");
+    std::ofstream(t / "bundle.txt", std::ios::trunc) << text;
+  });
+  CHECK(loose.status == 1);
+  CHECK(has(loose, "rtol 1e300: not a finite tolerance >= 0 and below 1"));
   CHECK(has(run_cli(" --verify " + b + split), "give no model, --input or --make-bundle with it"));
   CHECK(has(run_cli(split + " -i x=1 --bundle-expected " + (dir / "want.npz").string()), "--bundle-expected goes with --make-bundle"));
   std::ofstream(dir / "shape.npz", std::ios::binary) << gexec::save_npz({{"softmax", tensor({3}, off)}});

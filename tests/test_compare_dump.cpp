@@ -166,10 +166,11 @@ TEST_CASE("compare_dump: inputs from the dump; wrong shapes, dtypes, missing nod
   gexec::param_dict other;
   other.set("conv____topo-index:0____output-num:0", tensor({1}, {1.0f}));
   CHECK(contains(error_of([&] { (void)gexec::compare_dump(ex, other); }), "a dump of another model?"));
-  CHECK(contains(error_of([&] { (void)gexec::compare_dump(ex, dump, {.atol = -1}); }), "atol and rtol must be finite and >= 0"));
+  CHECK(contains(error_of([&] { (void)gexec::compare_dump(ex, dump, {.atol = -1}); }), "atol and rtol must be finite and >= 0, rtol below 1"));
   // a tolerance that cannot fail is no check
   CHECK(contains(error_of([&] { (void)gexec::compare_dump(ex, dump, {.atol = INFINITY}); }), "must be finite"));
   CHECK(contains(error_of([&] { (void)gexec::compare_dump(ex, dump, {.atol = 0, .rtol = NAN}); }), "must be finite"));
+  CHECK(contains(error_of([&] { (void)gexec::compare_dump(ex, dump, {.atol = 0, .rtol = 1e300}); }), "rtol below 1"));
   // a dump that lacks computed nodes agrees with them nowhere: not equal, and it says so
   gexec::param_dict inputs_only;
   for (const auto& [name, value] : dump)

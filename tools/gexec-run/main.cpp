@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "bundle.hpp"
 #include "values.hpp"
 
 namespace {
@@ -52,6 +53,8 @@ struct options {
   std::string output_dir, output_file, dump_dir, trace, dot, compare_dump;
   std::vector<std::string> convert_params;
   std::string make_bundle, bundle_expected, verify;
+  std::vector<std::string> bundle_outputs;  ///< --verify: the output names the bundle lists (its "output" lines)
+  bool allow_missing = false;               ///< --compare-dump: a dump that lacks node outputs may still match
   bool tolerance_given = false;  ///< --atol or --rtol on the command line (else a bundle's own)
   bool info = false, bench = false, profile = false;
   int repeat = 5, number = 1, min_repeat_ms = 0, cooldown_ms = 0, repeats_to_cooldown = 1;
@@ -396,33 +399,25 @@ void check_expected_specs(const options& o, const loaded& l) {
   }
 }
 
-/// Compares `got` with `want` element by element within --atol/--rtol; prints the verdict
-/// on one line; true when they match.
+/// Compares `got` with `want` element by element within --atol/--rtol (as compare_dump
+/// does: integers as integers, floats with their ULPs); prints the verdict on one line;
+/// true when they match.
 bool compare_arrays(const std::string& label, const gexec::ndarray& got, const gexec::ndarray& want, const options& o) {
   if (!gexec::same_dtype(want.dtype(), got.dtype()) || !std::equal(want.shape().begin(), want.shape().end(), got.shape().begin(), got.shape().end())) {
     std::cout << "MISMATCH " << label << ": got " << gexec::to_string(got.dtype()) << gexec::detail::shape_to_string(got.shape()) << ", expected "
               << gexec::to_string(want.dtype()) << gexec::detail::shape_to_string(want.shape()) << '\n';
     return false;
   }
-  const std::uint64_t count = got.numel() * got.dtype().lanes;
-  std::uint64_t bad = 0, first_bad = 0;
-  double max_diff = 0;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    const double g = gexec_run::element_as_double(got, i), w = gexec_run::element_as_double(want, i);
-    const bool same = (std::isnan(g) && std::isnan(w)) || g == w;
-    const double diff = same ? 0 : std::fabs(g - w);
-    if (!same && !(diff <= o.atol + o.rtol * std::fabs(w))) {
-      if (bad++ == 0) first_bad = i;
-    }
-    if (!std::isnan(diff)) max_diff = std::max(max_diff, diff);
-  }
-  if (bad == 0) {
-    std::cout << "MATCH " << label << " (max abs diff " << max_diff << ")\n";
+  gexec::node_comparison c;
+  gexec::detail::compare_tensors(got, want, {.atol = o.atol, .rtol = o.rtol}, c);
+  const std::string ulps = c.is_float ? ", max ulps " + std::to_string(c.max_ulps) : "";
+  if (c.mismatched == 0) {
+    std::cout << "MATCH " << label << " (max abs diff " << c.max_abs << ulps << ")\n";
     return true;
   }
-  std::cout << "MISMATCH " << label << ": " << bad << " of " << count << " elements differ beyond atol " << o.atol << " rtol " << o.rtol
-            << "; first at element " << first_bad << ": got " << gexec_run::format_element(got, first_bad) << ", expected "
-            << gexec_run::format_element(want, first_bad) << " (max abs diff " << max_diff << ")\n";
+  std::cout << "MISMATCH " << label << ": " << c.mismatched << " of " << c.count << " elements differ beyond atol " << o.atol << " rtol " << o.rtol
+            << "; first at element " << c.first_mismatch << ": got " << gexec_run::format_element(got, c.first_mismatch) << ", expected "
+            << gexec_run::format_element(want, c.first_mismatch) << " (max abs diff " << c.max_abs << ulps << ")\n";
   return false;
 }
 
@@ -453,7 +448,13 @@ bool compare_with_dump(const options& o, loaded& l, const gexec::param_dict& dum
     std::cout << "FIRST DIVERGENCE at " << c.describe(*first);
     return false;
   }
-  std::cout << "MATCH: every node the dump holds agrees\n";
+  const std::size_t compared = c.nodes.size() - c.missing;
+  if (!c.complete() && !o.allow_missing) {
+    std::cout << "INCOMPLETE: the dump holds " << compared << " of the graph's " << c.nodes.size()
+              << " node outputs; the others were not compared (--allow-missing accepts that)\n";
+    return false;
+  }
+  std::cout << "MATCH: " << compared << " of " << c.nodes.size() << " node outputs compared, all agree\n";
   return true;
 }
 
@@ -544,15 +545,21 @@ void make_bundle(const options& o, loaded& l) {
   write_text((out / "inputs.npz").string(), gexec::save_npz(inputs), "--make-bundle");
   const auto infos = l.ex().get_output_info();
   std::vector<std::pair<std::string, gexec::ndarray>> expected;
-  if (!o.bundle_expected.empty()) {  // TVM's outputs: each must name an output of this model, with its dtype and shape
+  if (!o.bundle_expected.empty()) {  // TVM's outputs: every output of this model once, with its dtype and shape
+    const std::string where = "--bundle-expected " + o.bundle_expected + ":";
+    std::vector<std::optional<gexec::ndarray>> given(infos.size());
     for (auto& [name, value] : gexec::load_npz_file(o.bundle_expected)) {
-      const auto i = static_cast<std::size_t>(find_named(infos, name, "--bundle-expected " + o.bundle_expected + ":", "output"));
+      const auto i = static_cast<std::size_t>(find_named(infos, name, where, "output"));
       if (!gexec::same_dtype(value.dtype(), infos[i].dtype) ||
           !std::equal(value.shape().begin(), value.shape().end(), infos[i].shape.begin(), infos[i].shape.end()))
-        fail("--bundle-expected " + o.bundle_expected + ": " + name + " is " + gexec::to_string(value.dtype()) +
-             gexec::detail::shape_to_string(value.shape()) + ", output " + infos[i].name + " is " + gexec::to_string(infos[i].dtype) +
-             gexec::detail::shape_to_string(infos[i].shape));
-      expected.emplace_back(output_name(infos, i), value);
+        fail(where + " " + name + " is " + gexec::to_string(value.dtype()) + gexec::detail::shape_to_string(value.shape()) + ", output " +
+             infos[i].name + " is " + gexec::to_string(infos[i].dtype) + gexec::detail::shape_to_string(infos[i].shape));
+      if (given[i]) fail(where + " output " + std::to_string(i) + " (" + infos[i].name + ") is held twice");
+      given[i] = value;
+    }
+    for (std::size_t i = 0; i < infos.size(); ++i) {
+      if (!given[i]) fail(where + " holds no output " + std::to_string(i) + " (" + infos[i].name + "): a bundle holds every output");
+      expected.emplace_back(output_name(infos, i), *given[i]);
     }
   } else {
     for (int i = 0; i < l.ex().get_num_outputs(); ++i) expected.emplace_back(output_name(infos, static_cast<std::size_t>(i)), l.output(i));
@@ -560,67 +567,81 @@ void make_bundle(const options& o, loaded& l) {
   write_text((out / "expected.npz").string(), gexec::save_npz(expected), "--make-bundle");
   char tol[96];
   std::snprintf(tol, sizeof tol, "atol %.10g\nrtol %.10g\n", o.atol, o.rtol);
-  manifest += "inputs inputs.npz\nexpected expected.npz\n" + std::string(tol);
+  manifest += "inputs inputs.npz\nexpected expected.npz\n";
+  for (const auto& [name, value] : expected) manifest += "output " + name + "\n";
+  manifest += tol;
   write_text((out / "bundle.txt").string(), manifest, "--make-bundle");
   std::cout << "wrote a bundle to " << out.string() << ": the model, " << inputs.size() << " inputs, " << expected.size() << " expected outputs ("
             << (o.bundle_expected.empty() ? "this run's" : "from " + o.bundle_expected) << "), atol " << o.atol << " rtol " << o.rtol << '\n';
 }
 
 /// --verify BUNDLE: the options that run it (model, inputs; the bundle's tolerances unless
-/// --atol/--rtol are given).
+/// --atol/--rtol are given). Every file it names must be a regular file inside it.
 options read_bundle(options o) {
   const fs::path dir = o.verify;
-  std::ifstream f(dir / "bundle.txt");
-  if (!f) throw gexec::error(gexec::errc::io, "--verify " + o.verify + ": no bundle.txt in it (a folder gexec-run --make-bundle wrote)");
-  std::string line, expected;
-  int number = 0;
-  bool header = false;
-  while (std::getline(f, line)) {
-    ++number;
-    if (line.empty()) continue;
-    const auto sp = line.find(' ');
-    const std::string key = line.substr(0, sp), value = sp == std::string::npos ? "" : line.substr(sp + 1);
-    const std::string where = "--verify " + (dir / "bundle.txt").string() + ":" + std::to_string(number) + ": ";
-    if (!header) {
-      if (line != "gexec-bundle 1") fail(where + "expected \"gexec-bundle 1\", got \"" + line + "\"");
-      header = true;
-      continue;
-    }
-    if (value.empty() || value.find('/') != std::string::npos || value == "..") fail(where + "\"" + line + "\": expected KEY FILE (a file in the bundle)");
-    const std::string path = (dir / value).string();
-    auto number_of = [&](double& x) {
-      char* end = nullptr;
-      x = std::strtod(value.c_str(), &end);
-      if (end == value.c_str() || *end != '\0' || !(x >= 0)) fail(where + key + " " + value + ": not a tolerance >= 0");
-    };
-    if (key == "model") o.model = path;
-    else if (key == "graph") o.graph = path;
-    else if (key == "lib") o.lib = path;
-    else if (key == "params") o.params = path;
-    else if (key == "inputs") o.inputs.push_back("@" + path);
-    else if (key == "expected") expected = path;
-    else if (key == "atol") { if (!o.tolerance_given) number_of(o.atol); }
-    else if (key == "rtol") { if (!o.tolerance_given) number_of(o.rtol); }
-    else fail(where + "unknown key \"" + key + "\"");
+  const fs::path manifest = dir / "bundle.txt";
+  std::error_code ec;
+  if (!fs::is_regular_file(manifest, ec))
+    throw gexec::error(gexec::errc::io, "--verify " + o.verify + ": no bundle.txt in it (a folder gexec-run --make-bundle wrote)");
+  std::ifstream f(manifest, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f && !f.eof()) throw gexec::error(gexec::errc::io, "--verify " + manifest.string() + ": cannot read it");
+  const gexec_run::bundle_manifest m = gexec_run::parse_bundle_manifest(text, manifest.string());
+  auto in_bundle = [&](const std::string& name) -> std::string {
+    if (name.empty()) return {};
+    const fs::path p = dir / name;
+    if (fs::is_symlink(p, ec)) fail("--verify " + o.verify + ": " + name + " is a symbolic link; a bundle holds its files itself");
+    if (!fs::is_regular_file(p, ec)) fail("--verify " + o.verify + ": " + name + ", which bundle.txt names, is not a file in it");
+    return p.string();
+  };
+  o.model = in_bundle(m.model);
+  o.graph = in_bundle(m.graph);
+  o.lib = in_bundle(m.lib);
+  o.params = in_bundle(m.params);
+  if (!m.inputs.empty()) o.inputs.push_back("@" + in_bundle(m.inputs));
+  o.bundle_expected = in_bundle(m.expected);
+  o.bundle_outputs = m.outputs;
+  if (!o.tolerance_given) {
+    o.atol = m.atol.value_or(o.atol);
+    o.rtol = m.rtol.value_or(o.rtol);
   }
-  if (!header) fail("--verify " + o.verify + ": bundle.txt is empty");
-  if (expected.empty()) fail("--verify " + o.verify + ": bundle.txt names no expected outputs");
-  o.bundle_expected = expected;
   return o;
 }
 
-/// Compares every array of the bundle's expected.npz with the output of its name.
+/// Compares the bundle's expected.npz with the outputs: it must hold every output of the
+/// model, each once (by name or index), and the ones bundle.txt lists, no fewer.
 bool verify_outputs(const options& o, loaded& l) {
   const auto infos = l.ex().get_output_info();
-  bool all = true;
-  std::size_t n = 0;
-  for (auto& [name, want] : gexec::load_npz_file(o.bundle_expected)) {
-    const int i = find_named(infos, name, "--verify: expected.npz:", "output");
-    all = compare_arrays("output " + std::to_string(i) + " (" + infos[static_cast<std::size_t>(i)].name + ")", l.output(i), want, o) && all;
-    ++n;
+  const std::string where = "--verify: " + o.bundle_expected + ":";
+  if (!o.bundle_outputs.empty()) {
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < infos.size(); ++i) names.push_back(output_name(infos, i));
+    if (o.bundle_outputs != names) {
+      std::string listed, have;
+      for (const auto& n : o.bundle_outputs) listed += (listed.empty() ? "" : ", ") + n;
+      for (const auto& n : names) have += (have.empty() ? "" : ", ") + n;
+      std::cout << "FAILED: the bundle " << o.verify << " lists the outputs " << listed << "; the model's are " << have << '\n';
+      return false;
+    }
   }
-  std::cout << (all ? "VERIFIED: " : "FAILED: ") << "the bundle " << o.verify << ", " << n << " outputs against expected.npz (atol " << o.atol
-            << ", rtol " << o.rtol << ")\n";
+  std::vector<int> seen(infos.size(), 0);
+  bool all = true;
+  for (auto& [name, want] : gexec::load_npz_file(o.bundle_expected)) {
+    const int i = find_named(infos, name, where, "output");
+    if (seen[static_cast<std::size_t>(i)]++) fail(where + " output " + std::to_string(i) + " (" + infos[static_cast<std::size_t>(i)].name + ") is held twice");
+    all = compare_arrays("output " + std::to_string(i) + " (" + infos[static_cast<std::size_t>(i)].name + ")", l.output(i), want, o) && all;
+  }
+  std::size_t held = 0;
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    if (seen[i]) {
+      ++held;
+      continue;
+    }
+    std::cout << "MISSING output " << i << " (" << infos[i].name << "): expected.npz does not hold it\n";
+    all = false;
+  }
+  std::cout << (all ? "VERIFIED: " : "FAILED: ") << "the bundle " << o.verify << ", " << held << " of " << infos.size()
+            << " outputs against expected.npz (atol " << o.atol << ", rtol " << o.rtol << ")\n";
   return all;
 }
 
@@ -690,6 +711,28 @@ int convert_params(const options& o) {
   return 0;
 }
 
+/// Every file this run reads: the model's, the inputs', the expected outputs', the dump's.
+std::vector<fs::path> files_read(const options& o) {
+  std::vector<fs::path> files{o.model, o.graph, o.lib, o.params, o.bundle_expected, o.compare_dump};
+  for (const std::string& spec : o.inputs) {
+    const auto at = spec.find('@');
+    if (at != std::string::npos) files.emplace_back(spec.substr(at + 1));
+  }
+  for (const std::string& spec : o.expected) {
+    const auto at = spec.find('@');
+    if (at != std::string::npos) files.emplace_back(spec.substr(at + 1));
+  }
+  return files;
+}
+
+/// Refuses to write `out` (for `flag`) over a file this run reads.
+void refuse_overwriting_inputs(const options& o, const fs::path& out, const std::string& flag) {
+  std::error_code ec;
+  for (const fs::path& in : files_read(o))
+    if (!in.empty() && fs::equivalent(in, out, ec))
+      fail(flag + " " + out.string() + ": is a file this run reads (" + in.string() + "); name another file");
+}
+
 int run(options o) {
   if (!o.verify.empty()) {
     if (!o.model.empty() || !o.graph.empty() || !o.lib.empty() || !o.params.empty() || !o.inputs.empty() || !o.make_bundle.empty())
@@ -707,12 +750,22 @@ int run(options o) {
   if (split && (o.graph.empty() || o.lib.empty())) fail("--graph and --lib go together (with --params when the model has parameters)");
   if (o.repeat < 1 || o.number < 1 || o.min_repeat_ms < 0 || o.cooldown_ms < 0 || o.repeats_to_cooldown < 1)
     fail("--repeat, --number and --repeats-to-cooldown must be >= 1, --min-repeat-ms and --cooldown-ms >= 0");
-  if (o.atol < 0 || o.rtol < 0 || std::isnan(o.atol) || std::isnan(o.rtol)) fail("--atol and --rtol must be >= 0");
+  try {
+    gexec::detail::check_tolerance({.atol = o.atol, .rtol = o.rtol}, "--atol " + std::to_string(o.atol) + " --rtol " + std::to_string(o.rtol));
+  } catch (const gexec::error&) {
+    fail("--atol and --rtol must be finite and >= 0, --rtol below 1 (an rtol of 1 accepts zero for anything)");
+  }
   if (o.threads < 0) fail("--threads must be >= 0 (0: the cores this process may use)");
   if (o.print_limit < -1) fail("--print-limit must be >= -1 (-1: every element)");
   if (!o.output_file.empty() && !o.output_file.ends_with(".npz")) fail("--output " + o.output_file + ": writes an .npz archive: name it FILE.npz");
 
+  if (!o.output_file.empty()) refuse_overwriting_inputs(o, o.output_file, "--output");
+  if (!o.dot.empty()) refuse_overwriting_inputs(o, o.dot, "--dot");
+  if (!o.trace.empty()) refuse_overwriting_inputs(o, o.trace, "--trace");
   loaded l = load(o);
+  if (!o.output_dir.empty())
+    for (int i = 0; i < l.ex().get_num_outputs(); ++i)
+      refuse_overwriting_inputs(o, fs::path(o.output_dir) / ("output_" + std::to_string(i) + ".npy"), "--output-dir");
   if (!o.dot.empty()) {
     write_text(o.dot, gexec::to_dot(l.ex().get_graph(), l.param_names), "--dot");
     std::cout << "wrote the graph to " << o.dot << '\n';
@@ -831,6 +884,8 @@ int main(int argc, char** argv) {
   app.add_option("--compare-dump", o.compare_dump,
                  "compare every node's outputs with TVM's debug executor's dump (its dump_root, or the _tvmdbg_device_* folder in it) "
                  "within --atol/--rtol; inputs not given come from the dump; exit 2 at a divergence")
+      ->group("Measure");
+  app.add_flag("--allow-missing", o.allow_missing, "with --compare-dump: a dump that lacks some node outputs may still match (they are counted)")
       ->group("Measure");
   app.add_option("--dump-dir", o.dump_dir, "write every node's outputs as DIR/<node>_<name>_<i>.npy, <node> zero-padded so that names sort in graph order")->group("Measure");
   app.add_option("--threads", o.threads, "threads of the kernels' thread pool (default: the cores this process may use)")->group("Execution");

@@ -269,11 +269,12 @@ inline void compare_tensors(const ndarray& got, const ndarray& want, compare_tol
   }
 }
 
-/// A tolerance that can fail: finite and >= 0 (errc::invalid_argument naming `what`).
+/// A tolerance that can fail: finite and >= 0, rtol below 1 (an rtol of 1 accepts zero
+/// for any value); errc::invalid_argument naming `what` otherwise.
 inline void check_tolerance(compare_tolerance t, const std::string& what) {
-  if (!(t.atol >= 0) || !(t.rtol >= 0) || !std::isfinite(t.atol) || !std::isfinite(t.rtol))
-    throw error(errc::invalid_argument, what + ": atol and rtol must be finite and >= 0 (atol " + std::to_string(t.atol) + ", rtol " +
-                                            std::to_string(t.rtol) + ")");
+  if (!(t.atol >= 0) || !(t.rtol >= 0) || !std::isfinite(t.atol) || !(t.rtol < 1))
+    throw error(errc::invalid_argument, what + ": atol and rtol must be finite and >= 0, rtol below 1 (atol " + std::to_string(t.atol) +
+                                            ", rtol " + std::to_string(t.rtol) + ")");
 }
 
 }  // namespace detail
