@@ -227,3 +227,49 @@ TEST_CASE("the registry binding may be extended while models are built from it")
   adder.join();
   CHECK(ok == 200);
 }
+
+namespace {
+/// An observer that calls back into the executor it observes, from the thread inside it.
+template <class Executor>
+struct reentering {
+  Executor* ex;
+  bool wait;  ///< run_in_turn (else run)
+  std::string refused;
+  void before(const gexec::step_event&) {
+    try {
+      if (wait) ex->run_in_turn();
+      else ex->run();
+    } catch (const gexec::error& e) {
+      if (e.code() == gexec::errc::busy) refused = e.what();
+    }
+  }
+  void after(const gexec::step_event&) {}
+};
+}  // namespace
+
+TEST_CASE("calling back into the executor from the thread inside it is refused as busy, never a wait for itself") {
+  auto rt = gexec::runtime::create({.num_threads = 1});
+  register_scale(*rt, 0.5f);
+  std::vector<float> w(kN, 1.0f);
+  gexec::param_dict params;
+  params.set("w", gexec::ndarray::from_values<float>({kN}, std::span<const float>(w)));
+  gexec::model_options options;
+  options.runtime = rt;
+  const gexec::model m(pipeline(), gexec::load_module(GEXEC_TEST_KERNELS), params, options);
+  auto ex = m.instantiate();
+  ex.set_input("x", input(3));
+  for (const bool outer_waits : {false, true})
+    for (const bool inner_waits : {false, true}) {
+      CAPTURE(outer_waits);
+      CAPTURE(inner_waits);
+      reentering<decltype(ex)> o{&ex, inner_waits, {}};
+      if (outer_waits) ex.run_in_turn(gexec::sequential{}, o);
+      else ex.run(gexec::sequential{}, o);
+      CHECK(o.refused.find("this thread is inside the executor already") != std::string::npos);
+    }
+  // The executor is free again afterwards, for this thread and for another.
+  ex.run_in_turn();
+  std::thread([&] { ex.run(); }).join();
+  auto out = ex.get_output(0).values<float>();
+  CHECK(std::vector<float>(out.begin(), out.end()) == expected(3, w, 0.5f));
+}

@@ -484,7 +484,7 @@ TEST_CASE("the header check reads 32-bit libraries too") {
     std::memcpy(bytes.data() + sizeof h, ph, sizeof ph);
     const fs::path path = scratch.path / name;
     write_file(path, bytes);
-    gexec::detail::check_elf_file(path.c_str(), path.string());
+    gexec::detail::check_elf_file(path.c_str(), path.string(), /*this_machine=*/false);
     return path;
   };
   CHECK_NOTHROW(check("sound.so"));
@@ -503,6 +503,29 @@ TEST_CASE("the header check reads 32-bit libraries too") {
   e = error_of([&] { (void)check("many_headers.so"); });
   CHECK(e.code() == gexec::errc::invalid_module);
   CHECK(contains(e, "its program header table has 129 entries (4128 bytes); gexec loads at most 128 (4096 bytes)"));
+}
+
+TEST_CASE("a library built for another machine or word size is named as such, not \"No such file or directory\"") {
+  const test::scratch_dir scratch("module_machine");
+  const std::string whole = file_bytes(GEXEC_TEST_KERNELS);
+  const std::uint16_t other = gexec::detail::native_elf_machine == EM_AARCH64 ? EM_X86_64 : EM_AARCH64;
+  std::string foreign = whole;
+  std::memcpy(foreign.data() + 18, &other, 2);  // e_machine
+  const fs::path path = scratch.path / "foreign.so";
+  write_file(path, foreign);
+  auto e = error_of([&] { (void)gexec::load_module(path); });
+  CHECK(e.code() == gexec::errc::invalid_module);
+  CHECK(contains(e, "built for " + gexec::detail::elf_machine_name(other) + ", this process is " +
+                        gexec::detail::elf_machine_name(gexec::detail::native_elf_machine)));
+  CHECK_FALSE(contains(e, "No such file"));
+  CHECK(gexec::detail::elf_machine_name(EM_AARCH64) == "aarch64");
+  CHECK(gexec::detail::elf_machine_name(EM_X86_64) == "x86-64");
+  std::string narrow = whole;  // this machine, the other word size
+  narrow[EI_CLASS] = sizeof(void*) == 8 ? ELFCLASS32 : ELFCLASS64;
+  write_file(path, narrow);
+  e = error_of([&] { (void)gexec::load_module(path); });
+  CHECK(e.code() == gexec::errc::invalid_module);
+  CHECK(contains(e, sizeof(void*) == 8 ? "a 32-bit library, this process is 64-bit" : "a 64-bit library, this process is 32-bit"));
 }
 
 TEST_CASE("the header check passes the libraries real linkers make") {

@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,35 @@ TEST_CASE("a TVM-FFI library: func_name resolves to __tvm_ffi_<func_name>, its o
   codes[2] = gexec::tc_module;  // no TVM-FFI value for it: refused before the kernel is called
   CHECK(scale.fn(args, codes, 3, &ret, &ret_code, scale.resource_handle) != 0);
   CHECK(gexec::detail::take_last_error() == "argument 2 has type code 9, which gexec does not pass to TVM-FFI kernels");
+}
+
+namespace {
+int throwing_kernel(void*, const TVMFFIAny*, int, TVMFFIAny*) { throw std::runtime_error("out of coffee"); }
+int throwing_anything(void*, const TVMFFIAny*, int, TVMFFIAny*) { throw 42; }
+}  // namespace
+
+TEST_CASE("a TVM-FFI kernel that throws a C++ exception fails the call, as it fails run(): the process goes on") {
+  // As module::get_function hands it out: the packed C entry over the kernel's address.
+  const gexec::packed_function f{&gexec::detail::call_tvm_ffi, reinterpret_cast<void*>(&throwing_kernel)};
+  auto x = tensor({1}, {1.0f});
+  DLTensor xt = x.dltensor();
+  TVMValue args[1];
+  args[0].v_handle = &xt;
+  int codes[1] = {gexec::tc_dltensor};
+  TVMValue ret;
+  int ret_code = gexec::tc_null;
+  gexec::detail::take_last_error();
+  CHECK(f.fn(args, codes, 1, &ret, &ret_code, f.resource_handle) == -1);
+  CHECK(gexec::detail::take_last_error() == "a TVM-FFI kernel threw: out of coffee");
+  const gexec::packed_function g{&gexec::detail::call_tvm_ffi, reinterpret_cast<void*>(&throwing_anything)};
+  CHECK(g.fn(args, codes, 1, &ret, &ret_code, g.resource_handle) == -1);
+  CHECK(gexec::detail::take_last_error() == "a TVM-FFI kernel threw: unknown exception");
+  // The executor's own prebuilt-argument entry answers the same.
+  TVMFFIAny ffi_args[1];
+  REQUIRE(gexec::detail::to_ffi_any(args[0], codes[0], ffi_args[0]));
+  CHECK(gexec::detail::call_tvm_ffi_prebuilt(reinterpret_cast<TVMValue*>(ffi_args), codes, 1, &ret, &ret_code,
+                                              reinterpret_cast<void*>(&throwing_kernel)) == -1);
+  CHECK(gexec::detail::take_last_error() == "a TVM-FFI kernel threw: out of coffee");
 }
 
 TEST_CASE("models over a packed C library and over a TVM-FFI library run side by side in one process") {

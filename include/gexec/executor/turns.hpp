@@ -19,15 +19,25 @@ namespace detail {
 /// An executor's occupancy: whether a thread is inside, and run_in_turn's line.
 struct occupancy {
   std::atomic<bool> busy{false};
+  /// The thread inside while busy (cleared before busy is), so that a thread calling
+  /// back into the executor it is inside is told so instead of waiting for itself.
+  std::atomic<std::thread::id> owner{};
   std::atomic<std::uint32_t> next{0}, now{0};  ///< tickets given, ticket served
 };
+
+[[noreturn]] inline void refuse_reentry(const char* what) {
+  throw error(errc::busy, std::string(what) + ": this thread is inside the executor already (a kernel or observer calling back into "
+                                              "it); it would wait for itself");
+}
 
 /// A place in the line of run_in_turn callers (a ticket lock, so that nobody starves):
 /// made, it has waited until this thread is first in line and the executor is free;
 /// gone, the next in line goes. Nothing of it is on the path of calls that do not wait.
 class in_turn {
  public:
-  explicit in_turn(occupancy& o) : o_(o) {
+  explicit in_turn(occupancy& o, const char* what = "run_in_turn") : o_(o) {
+    if (o_.busy.load(std::memory_order_acquire) && o_.owner.load(std::memory_order_relaxed) == std::this_thread::get_id())
+      refuse_reentry(what);
     const std::uint32_t ticket = o_.next.fetch_add(1, std::memory_order_relaxed);
     for (std::uint32_t now = o_.now.load(std::memory_order_acquire); now != ticket; now = o_.now.load(std::memory_order_acquire))
       o_.now.wait(now, std::memory_order_acquire);
@@ -37,6 +47,7 @@ class in_turn {
       if (tries < 64) std::this_thread::yield();
       else std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+    o_.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
   }
   ~in_turn() {
     o_.now.fetch_add(1, std::memory_order_release);
@@ -57,11 +68,17 @@ class busy_guard {
   /// For an executor this thread has taken already (in_turn).
   busy_guard(occupancy& o, taken_t) noexcept : o_(o) {}
   busy_guard(occupancy& o, const char* what) : o_(o) {
-    if (o_.busy.exchange(true, std::memory_order_acquire))
+    if (o_.busy.exchange(true, std::memory_order_acquire)) {
+      if (o_.owner.load(std::memory_order_relaxed) == std::this_thread::get_id()) refuse_reentry(what);
       throw error(errc::busy, std::string(what) + ": the executor is in use by another thread; an executor serves one "
                                                   "thread at a time (make one per thread with model::instantiate)");
+    }
+    o_.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
   }
-  ~busy_guard() { o_.busy.store(false, std::memory_order_release); }
+  ~busy_guard() {
+    o_.owner.store(std::thread::id{}, std::memory_order_relaxed);
+    o_.busy.store(false, std::memory_order_release);
+  }
   busy_guard(const busy_guard&) = delete;
   busy_guard& operator=(const busy_guard&) = delete;
 

@@ -20,7 +20,8 @@
 //    outside the loadable segments is read from memory nothing maps.
 // These are errc::invalid_module. Both ELF classes are checked (a 32-bit build loads
 // 32-bit libraries); a file of the other byte order, or not ELF at all, goes to
-// dlopen(), which refuses it with a message of its own. The check reads the headers
+// dlopen(), which refuses it with a message of its own; one built for another machine or
+// word size is errc::invalid_module naming both (dlopen would say "No such file"). The check reads the headers
 // only. It is a guard against damaged and mis-made files, not a validator of hostile
 // ones: a library runs its own code when it is loaded.
 
@@ -176,14 +177,65 @@ void check_elf_headers(int fd, std::uint64_t size, std::uint64_t page, const std
   }
 }
 
+/// A name for an ELF machine (e_machine), as a user would say it.
+inline std::string elf_machine_name(unsigned machine) {
+  switch (machine) {
+    case EM_X86_64: return "x86-64";
+    case EM_386: return "x86 (32-bit)";
+    case EM_AARCH64: return "aarch64";
+    case EM_ARM: return "32-bit ARM";
+    case EM_RISCV: return "RISC-V";
+    case EM_PPC64: return "ppc64";
+    case EM_S390: return "s390x";
+    case EM_LOONGARCH: return "loongarch";
+    default: return "ELF machine " + std::to_string(machine);
+  }
+}
+
+/// This process's ELF machine and class, from the compiler's target (0: not known here).
+inline constexpr unsigned native_elf_machine =
+#if defined(__x86_64__)
+    EM_X86_64;
+#elif defined(__i386__)
+    EM_386;
+#elif defined(__aarch64__)
+    EM_AARCH64;
+#elif defined(__arm__)
+    EM_ARM;
+#elif defined(__riscv)
+    EM_RISCV;
+#elif defined(__powerpc64__)
+    EM_PPC64;
+#elif defined(__s390x__)
+    EM_S390;
+#else
+    0;
+#endif
+inline constexpr unsigned char native_elf_class = sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32;
+
+/// A library built for another machine or word size, named as such: dlopen() would say
+/// "No such file or directory" (glibc's ENOENT for a library it skips as incompatible).
+inline void check_elf_machine(const unsigned char* ident, int fd, const std::string& what) {
+  std::uint16_t machine = 0;
+  if (::pread(fd, &machine, sizeof machine, 18) != static_cast<ssize_t>(sizeof machine)) return;  // e_machine, in this byte order
+  const auto bits = [](unsigned char c) { return c == ELFCLASS64 ? "64-bit" : "32-bit"; };
+  if (native_elf_machine != 0 && machine != native_elf_machine)
+    throw error(errc::invalid_module, what + ": built for " + elf_machine_name(machine) + ", this process is " +
+                                          elf_machine_name(native_elf_machine) + " (build the library for this machine, or run it on its own)");
+  if (ident[EI_CLASS] != native_elf_class)
+    throw error(errc::invalid_module, what + ": a " + bits(ident[EI_CLASS]) + " library, this process is " + bits(native_elf_class));
+}
+
 /// check_elf_headers for the ELF class of the file: nothing for a file that is not ELF
-/// of this machine's byte order.
-inline void check_elf_extent(int fd, std::uint64_t size, const std::string& what) {
+/// of this machine's byte order. With `this_machine`, a library for another machine or
+/// word size is refused first (the headers of such files are checked in tests alone).
+inline void check_elf_extent(int fd, std::uint64_t size, const std::string& what, bool this_machine = true) {
   unsigned char ident[EI_NIDENT] = {};
   if (size < sizeof ident || ::pread(fd, ident, sizeof ident, 0) != static_cast<ssize_t>(sizeof ident)) return;  // dlopen: "file too short"
   if (std::memcmp(ident, ELFMAG, SELFMAG) != 0) return;
   constexpr unsigned char native = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
   if (ident[EI_DATA] != native) return;
+  if (this_machine) check_elf_machine(ident, fd, what);
   const long page_size = ::sysconf(_SC_PAGESIZE);
   const std::uint64_t page = page_size > 0 ? static_cast<std::uint64_t>(page_size) : 4096;
   if (ident[EI_CLASS] == ELFCLASS64) check_elf_headers<elf64_layout>(fd, size, page, what);
@@ -191,7 +243,7 @@ inline void check_elf_extent(int fd, std::uint64_t size, const std::string& what
 }
 
 /// check_elf_extent on the file at `path` (nothing when it cannot be opened: dlopen says why).
-inline void check_elf_file(const char* path, const std::string& what) {
+inline void check_elf_file(const char* path, const std::string& what, bool this_machine = true) {
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   struct closer {
@@ -199,7 +251,7 @@ inline void check_elf_file(const char* path, const std::string& what) {
     ~closer() { ::close(fd); }
   } c{fd};
   const off_t size = ::lseek(fd, 0, SEEK_END);
-  if (size > 0) check_elf_extent(fd, static_cast<std::uint64_t>(size), what);
+  if (size > 0) check_elf_extent(fd, static_cast<std::uint64_t>(size), what, this_machine);
 }
 
 }  // namespace detail

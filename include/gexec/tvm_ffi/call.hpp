@@ -8,6 +8,7 @@
 #include "../config.hpp"
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <new>
 #include <string>
@@ -39,6 +40,20 @@ inline bool to_ffi_any(const TVMValue& v, int code, TVMFFIAny& out) noexcept {
   }
 }
 
+/// Calls a TVM-FFI kernel; a C++ exception it lets out (a kernel written in C++ that
+/// throws, which the C ABI does not carry) is its failure, with the exception's message,
+/// as run() reports it: the caller is never ended by it.
+inline int call_ffi_kernel(void* kernel, const TVMFFIAny* args, int num_args, TVMFFIAny* result) noexcept {
+  try {
+    return reinterpret_cast<tvm_ffi_safe_call>(kernel)(nullptr, args, num_args, result) == 0 ? 0 : -1;
+  } catch (const std::exception& e) {
+    set_last_error(std::string("a TVM-FFI kernel threw: ") + e.what());
+  } catch (...) {
+    set_last_error("a TVM-FFI kernel threw: unknown exception");
+  }
+  return -1;
+}
+
 /// The packed C function run() calls for a TVM-FFI kernel: `kernel` is its address.
 /// A kernel returns nothing a graph node keeps; a result it boxes anyway (an object)
 /// is not released, as gexec holds no TVM-FFI object runtime.
@@ -65,7 +80,7 @@ inline int call_tvm_ffi(TVMValue* args, int* codes, int num_args, TVMValue*, int
   result.type_index = ffi_none;
   result.zero_padding = 0;
   result.v_int64 = 0;
-  return reinterpret_cast<tvm_ffi_safe_call>(kernel)(nullptr, ffi_args, num_args, &result) == 0 ? 0 : -1;
+  return call_ffi_kernel(kernel, ffi_args, num_args, &result);
 }
 
 /// The packed C function run() calls for a TVM-FFI kernel whose arguments the
@@ -76,7 +91,7 @@ inline int call_tvm_ffi_prebuilt(TVMValue* args, int*, int num_args, TVMValue*, 
   result.type_index = ffi_none;
   result.zero_padding = 0;
   result.v_int64 = 0;
-  return reinterpret_cast<tvm_ffi_safe_call>(kernel)(nullptr, reinterpret_cast<const TVMFFIAny*>(args), num_args, &result) == 0 ? 0 : -1;
+  return call_ffi_kernel(kernel, reinterpret_cast<const TVMFFIAny*>(args), num_args, &result);
 }
 
 }  // namespace detail
