@@ -194,3 +194,52 @@ TEST_CASE("empty refuses more dimensions than view accepts") {
   }
   CHECK(gexec::ndarray::empty(std::vector<std::int64_t>(gexec::max_ndim, 1), gexec::dtypes::float32).numel() == 1);
 }
+
+TEST_CASE("DLPack border: TVM's float8 leaves as uint8 bits, DLPack's bool enters as bool") {
+  // TVM's float8 codes are DLPack 1.x's bool (6) and float8_e3m4 (7): never exported as such.
+  for (std::uint8_t code : {gexec::tvm_float8_e4m3_code, gexec::tvm_float8_e5m2_code}) {
+    CAPTURE(int(code));
+    auto a = gexec::ndarray::empty({3}, DLDataType{code, 8, 1});
+    DLManagedTensor* m = a.to_dlpack();
+    CHECK(m->dl_tensor.dtype.code == kDLUInt);
+    CHECK(m->dl_tensor.dtype.bits == 8);
+    CHECK(m->dl_tensor.dtype.lanes == 1);
+    CHECK(m->dl_tensor.data == a.data());
+    CHECK(a.dtype().code == code);  // the exporter's own dtype is untouched
+    m->deleter(m);
+  }
+  // Every other dtype leaves as it is.
+  for (DLDataType t : {gexec::dtypes::float32, gexec::dtypes::boolean, gexec::dtypes::bfloat16, gexec::dtypes::int4,
+                       gexec::dtypes::uint8, DLDataType{kDLFloat, 32, 4}}) {
+    CAPTURE(gexec::to_string(t));
+    DLManagedTensor* m = gexec::ndarray::empty({2}, t).to_dlpack();
+    CHECK(gexec::same_dtype(m->dl_tensor.dtype, t));
+    m->deleter(m);
+  }
+
+  // DLPack's kDLBool (code 6, 8 bits) is bool (TVM's uint1), never float8 e4m3.
+  struct foreign {
+    DLManagedTensor m{};
+    std::int64_t shape[1] = {3};
+    alignas(64) std::uint8_t data[3] = {1, 0, 1};
+  };
+  auto* f = new foreign;
+  f->m.dl_tensor = DLTensor{f->data, gexec::cpu(), 1, DLDataType{6, 8, 1}, f->shape, nullptr, 0};
+  f->m.manager_ctx = f;
+  f->m.deleter = [](DLManagedTensor* self) { delete static_cast<foreign*>(self->manager_ctx); };
+  auto b = gexec::ndarray::from_dlpack(&f->m);
+  CHECK(gexec::to_string(b.dtype()) == "bool");
+  REQUIRE(gexec::same_dtype(b.dtype(), gexec::dtypes::boolean));
+  CHECK(b.values<bool>()[0]);
+  CHECK_FALSE(b.values<bool>()[1]);
+  CHECK(b.byte_size() == 3);
+
+  // The translation itself (gexec/dtype.hpp), lanes kept.
+  static_assert(gexec::same_dtype(gexec::to_dlpack_dtype({gexec::tvm_float8_e4m3_code, 8, 4}), {kDLUInt, 8, 4}));
+  static_assert(gexec::same_dtype(gexec::from_dlpack_dtype({gexec::dlpack_bool_code, 8, 1}), gexec::dtypes::boolean));
+  static_assert(gexec::same_dtype(gexec::from_dlpack_dtype(gexec::dtypes::uint8), gexec::dtypes::uint8));
+
+  // And a gexec bool makes the round trip as bool.
+  auto c = gexec::ndarray::from_dlpack(gexec::ndarray::from_values<bool>({2}, {true, false}).to_dlpack());
+  CHECK(gexec::same_dtype(c.dtype(), gexec::dtypes::boolean));
+}

@@ -21,6 +21,21 @@ GEXEC_NAMESPACE_BEGIN
 inline constexpr std::uint8_t tvm_float8_e4m3_code = 6;
 inline constexpr std::uint8_t tvm_float8_e5m2_code = 7;
 
+/// DLPack's bool (kDLBool since DLPack 0.8, 8 bits an element): the code TVM's float8 e4m3 also uses.
+inline constexpr std::uint8_t dlpack_bool_code = 6;
+
+/// At a DLPack border TVM's float8 codes (6, 7) would read as DLPack's bool and float8_e3m4: float8 leaves as uint8 bits.
+constexpr DLDataType to_dlpack_dtype(DLDataType t) noexcept {
+  if ((t.code == tvm_float8_e4m3_code || t.code == tvm_float8_e5m2_code) && t.bits == 8) return {kDLUInt, 8, t.lanes};
+  return t;
+}
+
+/// At a DLPack border DLPack's bool (code 6, 8 bits) enters as bool (TVM's uint1), never as TVM's float8 e4m3.
+constexpr DLDataType from_dlpack_dtype(DLDataType t) noexcept {
+  if (t.code == dlpack_bool_code && t.bits == 8) return {kDLUInt, 1, t.lanes};
+  return t;
+}
+
 constexpr bool same_dtype(DLDataType a, DLDataType b) noexcept {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
 }

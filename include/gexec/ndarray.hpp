@@ -116,13 +116,15 @@ class ndarray {
 
   /// Takes ownership of a DLPack tensor; its deleter runs when the last handle goes, or
   /// at once if the tensor is malformed (errc::invalid_argument, see detail::check_dltensor).
+  /// DLPack's bool enters as bool (from_dlpack_dtype), never as TVM's float8 e4m3.
   static ndarray from_dlpack(DLManagedTensor* managed) {
     if (!managed) throw error(errc::invalid_argument, "from_dlpack: null DLManagedTensor");
     std::shared_ptr<const void> owner(managed, [](const void* p) {
       auto* m = static_cast<DLManagedTensor*>(const_cast<void*>(p));
       if (m->deleter) m->deleter(m);
     });
-    const DLTensor& t = managed->dl_tensor;
+    DLTensor t = managed->dl_tensor;
+    t.dtype = from_dlpack_dtype(t.dtype);
     detail::check_dltensor(t, "from_dlpack");
     return view_checked(t, std::move(owner));
   }
@@ -140,6 +142,7 @@ class ndarray {
 
  public:
   /// Exports a DLPack tensor sharing this one's storage; the consumer calls its deleter.
+  /// TVM's float8 leaves as uint8 bits (to_dlpack_dtype), every other dtype as it is.
   [[nodiscard]] DLManagedTensor* to_dlpack() const {
     require_defined("to_dlpack");
     struct holder {
@@ -148,6 +151,7 @@ class ndarray {
     };
     auto* h = new holder{{}, state_};
     h->managed.dl_tensor = state_->tensor;
+    h->managed.dl_tensor.dtype = to_dlpack_dtype(state_->tensor.dtype);
     h->managed.manager_ctx = h;
     h->managed.deleter = [](DLManagedTensor* self) { delete static_cast<holder*>(self->manager_ctx); };
     return &h->managed;

@@ -36,8 +36,10 @@ _ML_DTYPES = {"bfloat16": np.uint16, "float8_e4m3fn": np.uint8, "float8_e5m2": n
 
 
 def _as_input(value):
-    """What the extension takes for an array argument: an NDArray, a C-contiguous numpy
-    array, or any other object with __dlpack__ (imported without a copy)."""
+    """What the extension takes for an array argument that is only read (copied from): an
+    NDArray, a C-contiguous numpy array (others are copied compact), or any other object
+    with __dlpack__ (imported without a copy). Arrays whose own memory must be used
+    (outputs, zero-copy) go through _as_target instead."""
     if isinstance(value, NDArray):
         return value
     if isinstance(value, np.ndarray):
@@ -51,6 +53,34 @@ def _as_input(value):
     if isinstance(value, (list, tuple, int, float, bool, np.generic)):
         return np.ascontiguousarray(value)
     raise TypeError("expected an NDArray, a numpy array or an object with __dlpack__, not %s" % type(value).__name__)
+
+
+def _as_target(value, what, written=True):
+    """What the extension takes for an array whose own memory is used, not a copy of it:
+    an ``out`` written in place, or (``written=False``) an input read in place
+    (zero-copy). An NDArray or a __dlpack__ object passes as it is (strided ones the
+    executor refuses); a numpy array must be C-contiguous, and writable if written;
+    anything else (a list, a number) is refused, as a copy made here would silently take
+    the writes or the reads instead."""
+    if isinstance(value, NDArray):
+        return value
+    if isinstance(value, np.ndarray):
+        if written and not value.flags.writeable:
+            raise _invalid("%s: the numpy array is read-only" % what)
+        if not value.flags.c_contiguous:
+            raise _invalid("%s: the numpy array is not C-contiguous (strides %s for shape %s); gexec uses an "
+                           "array's own memory here, which must be compact row-major (np.ascontiguousarray "
+                           "makes a copy that is)" % (what, value.strides, value.shape))
+        return _as_input(value)
+    if hasattr(value, "__dlpack__"):
+        return value
+    raise TypeError("%s: expected an NDArray, a numpy array or an object with __dlpack__ whose memory gexec "
+                    "uses in place, not %s" % (what, type(value).__name__))
+
+
+def _invalid(message):
+    from ._errors import InvalidArgumentError
+    return InvalidArgumentError(message, "invalid_argument")
 
 
 def array(arr, device=None, mem_scope=None):

@@ -68,23 +68,29 @@ void raise_gexec_error(const gexec::error& e) {
 
 // ---- dtypes -------------------------------------------------------------------------
 
+static_assert(static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bool) == gexec::dlpack_bool_code);
+
+// A gexec dtype as DLPack names it (__dlpack__): float8 as uint8 bits (gexec::to_dlpack_dtype),
+// bool (TVM's uint1) as DLPack's bool, which is what numpy and PyTorch read.
+DLDataType to_dlpack_python(DLDataType t) {
+  t = gexec::to_dlpack_dtype(t);
+  if (t.code == kDLUInt && t.bits == 1) return {gexec::dlpack_bool_code, 8, t.lanes};
+  return t;
+}
+
 // What numpy holds for a gexec dtype: bool (TVM's uint1) as numpy's bool, bfloat16 as its
 // uint16 bit patterns (TVM 0.19's NDArray.numpy()), 4-bit and float8 types one byte each.
 nb::dlpack::dtype to_python_dtype(DLDataType t) {
-  if (t.code == kDLUInt && t.bits == 1) return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bool), 8, 1};
+  t = to_dlpack_python(t);
+  if (t.code == gexec::dlpack_bool_code) return {t.code, 8, 1};
   if (t.code == kDLBfloat) return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::UInt), 16, t.lanes};
-  if (t.code == gexec::tvm_float8_e4m3_code || t.code == gexec::tvm_float8_e5m2_code)
-    return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::UInt), 8, t.lanes};
   if (t.bits == 4) return {t.code, 8, t.lanes};
   return {t.code, t.bits, t.lanes};
 }
 
-// A Python array's dtype as gexec names it: DLPack's bool (code 6, which TVM's float8 e4m3
-// also uses) is TVM's uint1.
-DLDataType from_python_dtype(nb::dlpack::dtype d) {
-  if (d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bool)) return {kDLUInt, 1, 1};
-  return {d.code, d.bits, d.lanes};
-}
+// A Python array's dtype as gexec names it (gexec::from_dlpack_dtype): DLPack's bool (code 6,
+// which TVM's float8 e4m3 also uses) is TVM's uint1.
+DLDataType from_python_dtype(nb::dlpack::dtype d) { return gexec::from_dlpack_dtype({d.code, d.bits, d.lanes}); }
 
 // The given dtype read as `expected` where TVM's Python users hold `expected` in another
 // type of the same width: bfloat16 as uint16 bits, float8 as uint8, int4/uint4 as a byte.
@@ -171,11 +177,11 @@ void dlpack_capsule_destructor(PyObject* capsule) {
   if (managed && managed->deleter) managed->deleter(managed);
 }
 
-// The DLPack capsule of `a` (the array API's __dlpack__); bool leaves as DLPack's bool.
+// The DLPack capsule of `a` (the array API's __dlpack__); bool leaves as DLPack's bool,
+// float8 as uint8 bits (to_dlpack_python).
 nb::object dlpack_capsule(const gexec::ndarray& a) {
   DLManagedTensor* managed = a.to_dlpack();
-  DLDataType& t = managed->dl_tensor.dtype;
-  if (t.code == kDLUInt && t.bits == 1) t = {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bool), 8, t.lanes};
+  managed->dl_tensor.dtype = to_dlpack_python(a.dtype());
   PyObject* capsule = PyCapsule_New(managed, "dltensor", dlpack_capsule_destructor);
   if (!capsule) {
     managed->deleter(managed);

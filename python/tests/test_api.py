@@ -524,3 +524,74 @@ def test_ml_dtypes_bfloat16_input(lib):
     values = np.array([1.0, -2.0, 0.5], dtype=ml_dtypes.bfloat16)
     m.set_input("x", values)
     assert m.get_input(0).numpy().tobytes() == values.view(np.uint16).tobytes()
+
+
+# ---- destinations are written in place, never a temporary copy -----------------------
+
+def test_get_output_into_non_contiguous_numpy(add_one):
+    m = add_one
+    m.run(x=X)
+    big = np.zeros((2, 6), np.float32)
+    assert m.get_output(0, big[:, ::2]) is not None
+    assert np.array_equal(big[:, ::2], X + 1) and not big[:, 1::2].any()  # the view was written, nothing else
+    fortran = np.zeros((2, 3), np.float32, order="F")
+    assert m.get_output(0, fortran) is fortran and np.array_equal(fortran, X + 1)
+    # what cannot be written in place is refused, never written into a copy
+    frozen = np.zeros((2, 6), np.float32)[:, ::2]
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError):
+        m.get_output(0, frozen)
+    with pytest.raises(TypeError):
+        m.get_output(0, [[0.0] * 3] * 2)
+    # a mismatch is still the executor's error, and nothing is written
+    wrong = np.zeros((3, 4), np.float32)[:, ::2]
+    with pytest.raises(ValueError) as e:
+        m.get_output(0, wrong)
+    assert e.value.code == "shape_mismatch" and not wrong.any()
+
+
+def test_zero_copy_refuses_non_contiguous_arrays(add_one):
+    m = add_one
+    # 64-byte aligned memory, strided: a compact copy would be read instead of it
+    strided = gexec.nd.empty((2, 6)).numpy_view()[:, ::2]
+    for value in (strided, np.asfortranarray(X)):
+        with pytest.raises(gexec.InvalidArgumentError) as e:
+            m.set_input_zero_copy("x", value)
+        assert "C-contiguous" in str(e.value)
+        with pytest.raises(gexec.InvalidArgumentError) as e:
+            m.set_input_zero_copy(x=value)
+        assert "C-contiguous" in str(e.value)
+        with pytest.raises(gexec.InvalidArgumentError) as e:
+            m.set_output_zero_copy(0, value)
+        assert "C-contiguous" in str(e.value)
+    with pytest.raises(TypeError):
+        m.set_input_zero_copy("x", X.tolist())
+    # a compact aligned array still binds in place
+    held = gexec.nd.empty((2, 3)).numpy_view()
+    m.set_input_zero_copy("x", held)
+    held[...] = X * 3
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), X * 3 + 1)
+
+
+# ---- DLPack dtype codes --------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["e4m3_float8", "e5m2_float8"])
+def test_float8_dlpack_export_is_uint8_bits(dtype):
+    # TVM's float8 codes (6, 7) are DLPack's bool and float8_e3m4: float8 leaves as its bits
+    bits = np.array([0x38, 0x40, 0x00, 0xC0], np.uint8)
+    x = gexec.nd.empty((4,), dtype)
+    x.copyfrom(bits)
+    v = np.from_dlpack(x)
+    assert v.dtype == np.uint8 and np.array_equal(v, bits)
+    assert v.__array_interface__["data"][0] == x._data_ptr  # still shared, not copied
+    assert x.dtype == dtype
+    assert np.array_equal(gexec.nd.array(_DLPackOnly(x)).numpy(), bits)
+
+
+def test_bool_dlpack_round_trip():
+    b = np.array([True, False, True])
+    x = gexec.nd.array(_DLPackOnly(b))  # DLPack's bool enters as bool
+    assert x.dtype == "bool" and np.array_equal(x.numpy(), b)
+    v = np.from_dlpack(x)  # and leaves as DLPack's bool
+    assert v.dtype == np.bool_ and np.array_equal(v, b)

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _gexec
 from .._device import Device, to_devices
-from ..nd import NDArray, _as_input, numpy_dtype
+from ..nd import NDArray, _as_input, _as_target, numpy_dtype
 from ..runtime import Module
 
 _TVM_FUNCTIONS = ("set_input", "set_input_zero_copy", "set_output_zero_copy", "run", "get_output", "get_input",
@@ -125,14 +125,15 @@ class GraphModule:
 
     def set_input_zero_copy(self, key=None, value=None, **params):
         """Makes input ``key`` read ``value``'s memory directly (no copy): shape, dtype,
-        device and 64-byte alignment must match. The executor keeps ``value`` alive."""
+        device and 64-byte alignment must match, and a numpy array must be C-contiguous.
+        The executor keeps ``value`` alive."""
         if key is not None:
             if value is None:
                 raise TypeError("set_input_zero_copy: no value for input %r" % (key,))
-            self._ex.set_input_zero_copy(_key(key), _as_input(value))
+            self._ex.set_input_zero_copy(_key(key), _as_target(value, "set_input_zero_copy", written=False))
         for k, v in params.items():
             if self._ex.get_input_index(k) >= 0:
-                self._ex.set_input_zero_copy(k, _as_input(v))
+                self._ex.set_input_zero_copy(k, _as_target(v, "set_input_zero_copy", written=False))
 
     def set_output_zero_copy(self, key, value):
         """Makes output ``key`` (an index, or a name as get_output_index takes) be written
@@ -143,9 +144,7 @@ class GraphModule:
             if index < 0:
                 raise KeyError("no output named %r" % key)
             key = index
-        if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
-            raise ValueError("set_output_zero_copy: the array must be C-contiguous")
-        self._ex.set_output_zero_copy(key, value if isinstance(value, NDArray) else _as_input(value))
+        self._ex.set_output_zero_copy(key, _as_target(value, "set_output_zero_copy"))
 
     def run(self, **input_dict):
         """Runs the graph (set_input(**input_dict) first, if given). The GIL is released meanwhile."""
@@ -192,9 +191,15 @@ class GraphModule:
 
     def get_output(self, index, out=None):
         """Output ``index``: a view of the executor's memory (valid after this module is
-        gone, changed by the next run), or copied into ``out`` (NDArray or numpy)."""
+        gone, changed by the next run), or copied into ``out`` (NDArray or numpy), in place."""
         if out is not None:
-            self._ex.copy_output_to(_key(index), out if isinstance(out, NDArray) else _as_input(out))
+            if isinstance(out, np.ndarray) and out.flags.writeable and not out.flags.c_contiguous:
+                # a strided view or a Fortran-ordered array: written through a compact array
+                compact = np.empty(out.shape, out.dtype)
+                self._ex.copy_output_to(_key(index), _as_input(compact))
+                out[...] = compact
+            else:
+                self._ex.copy_output_to(_key(index), _as_target(out, "get_output"))
             return out
         return self._get_output(index)
 
