@@ -191,6 +191,7 @@ bench_stage() {
   "$b/gexec_bench_load_graph"
   bash benchmarks/load/callgrind.sh "$build"
   "$b/gexec_bench_load_params" $conformance
+  "$b/gexec_bench_safetensors"
   if [ -x "$b/gexec_bench_cuda" ]; then "$b/gexec_bench_cuda"; fi  # a GPU's figures; SKIPPED without one
   REPEAT=1 bash benchmarks/compile/run.sh  # one compile each here: the figures follow the machine's load anyway
   # A static program with resnet linked in natively, and with mlp for aarch64 where the arm stage made its models.

@@ -54,3 +54,11 @@ TEST_CASE("element sizes round sub-byte types up to a whole byte, as TVM stores 
   CHECK(gexec::same_dtype(gexec::dtype_of<std::uint8_t>(), gexec::dtypes::uint8));
   CHECK(gexec::same_dtype(gexec::dtype_of<bool>(), gexec::dtypes::boolean));
 }
+
+TEST_CASE("dtypes gexec does not store are still named as users know them in messages") {
+  CHECK(gexec::to_string({kDLComplex, 128, 1}) == "complex128");
+  CHECK(gexec::to_string({kDLComplex, 64, 1}) == "complex64");
+  CHECK(gexec::to_string({kDLOpaqueHandle, 64, 1}) == "handle64");
+  CHECK(gexec::to_string({42, 8, 1}) == "code42_8");  // a code nobody defines: its number
+  CHECK_FALSE(gexec::is_supported({kDLComplex, 128, 1}));
+}

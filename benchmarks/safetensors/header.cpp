@@ -4,7 +4,7 @@
 // JSON can do), measured in the same run. A linear reader keeps its time per tensor flat
 // as the count grows 10x, and its ratio to the bare parse steady.
 //
-//   gexec_bench_safetensors
+//   gexec_bench_safetensors [MAX_TENSORS]    (default 100000)
 
 #include <gexec/params.hpp>
 
@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <string>
@@ -36,10 +37,12 @@ double median_ms(F&& f, int runs) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const long max_tensors = argc > 1 ? std::atol(argv[1]) : 100000;
   std::printf("gexec_bench_safetensors: load_param_dict of a .safetensors file against boost::json::parse of its header\n");
   double first_per_tensor = 0;
   for (const int n : {1000, 10000, 100000}) {
+    if (n > max_tensors) break;
     std::vector<std::pair<std::string, gexec::ndarray>> tensors;
     tensors.reserve(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) {

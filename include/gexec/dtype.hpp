@@ -74,6 +74,8 @@ inline std::string to_string(DLDataType t) {
     case kDLBfloat: s.append("bfloat"); break;
     case tvm_float8_e4m3_code: s.append("e4m3_float"); break;
     case tvm_float8_e5m2_code: s.append("e5m2_float"); break;
+    case kDLOpaqueHandle: s.append("handle"); break;
+    case kDLComplex: s.append("complex"); break;  // named, though gexec stores none
     default: s.append("code").append(std::to_string(t.code)).append("_"); break;
   }
   s.append(std::to_string(t.bits));

@@ -37,7 +37,9 @@ GEXEC_DECL std::vector<safetensors_entry> parse_safetensors_header(std::string_v
   const std::uint64_t data_size = file_size - data_start;
   // strict_json_handler refuses an object naming a key twice (also when spelt with \u
   // escapes), where a plain DOM would keep the last and drop the first silently.
+  boost::json::monotonic_resource arena;  // the document's memory, freed at once
   boost::json::basic_parser<strict_json_handler> p(boost::json::parse_options{});
+  p.handler().st.reset(&arena);
   boost::system::error_code ec;
   const std::size_t used = p.write_some(false, header.data(), header.size(), ec);
   if (!p.handler().duplicate_at.empty())
@@ -57,42 +59,43 @@ GEXEC_DECL std::vector<safetensors_entry> parse_safetensors_header(std::string_v
         if (!m.value().is_string()) fail("__metadata__ \"" + printable(m.key()) + "\" is not a string");
       continue;
     }
-    const std::string label = "tensor \"" + printable(name) + "\"";
-    if (!kv.value().is_object()) fail(label + " is not an object of dtype, shape and data_offsets");
+    // What a message about it says first (made only for a message).
+    const auto label = [&name] { return "tensor \"" + printable(name) + "\""; };
+    if (!kv.value().is_object()) fail(label() + " is not an object of dtype, shape and data_offsets");
     const auto& t = kv.value().as_object();
     for (const auto& f : t)
       if (f.key() != "dtype" && f.key() != "shape" && f.key() != "data_offsets")
-        fail(label + ": unknown field \"" + std::string(f.key()) + "\"");
+        fail(label() + ": unknown field \"" + std::string(f.key()) + "\"");
     const auto* dtype = t.if_contains("dtype");
     const auto* shape = t.if_contains("shape");
     const auto* offsets = t.if_contains("data_offsets");
-    if (!dtype || !shape || !offsets) fail(label + " lacks " + (!dtype ? "dtype" : !shape ? "shape" : "data_offsets"));
+    if (!dtype || !shape || !offsets) fail(label() + " lacks " + (!dtype ? "dtype" : !shape ? "shape" : "data_offsets"));
     safetensors_entry e;
     e.name = name;
-    if (!dtype->is_string()) fail(label + ": dtype is not a string");
+    if (!dtype->is_string()) fail(label() + ": dtype is not a string");
     const auto d = safetensors_dtype_of(std::string_view(dtype->as_string()));
     if (!d)
-      fail(label + ": dtype \"" + std::string(dtype->as_string()) +
+      fail(label() + ": dtype \"" + std::string(dtype->as_string()) +
                    "\" is not one gexec stores (F64, F32, F16, BF16, I64-I8, U64-U8, BOOL, F8_E4M3, F8_E5M2)");
     e.dtype = *d;
-    if (!shape->is_array()) fail(label + ": shape is not an array");
+    if (!shape->is_array()) fail(label() + ": shape is not an array");
     if (shape->as_array().size() > static_cast<std::size_t>(max_ndim))
-      fail(label + ": " + std::to_string(shape->as_array().size()) + " dimensions exceed gexec's limit of " + std::to_string(max_ndim));
+      fail(label() + ": " + std::to_string(shape->as_array().size()) + " dimensions exceed gexec's limit of " + std::to_string(max_ndim));
     for (const auto& v : shape->as_array()) {
       const auto dim = safetensors_size(v);
-      if (!dim || *dim > static_cast<std::uint64_t>(INT64_MAX)) fail(label + ": shape " + boost::json::serialize(*shape) + " is not a list of sizes");
+      if (!dim || *dim > static_cast<std::uint64_t>(INT64_MAX)) fail(label() + ": shape " + boost::json::serialize(*shape) + " is not a list of sizes");
       e.shape.push_back(static_cast<std::int64_t>(*dim));
     }
     const auto size = checked_byte_size(e.shape, e.dtype);
-    if (!size) fail(label + ": shape " + shape_to_string(e.shape) + " overflows");
-    if (!offsets->is_array() || offsets->as_array().size() != 2) fail(label + ": data_offsets is not [begin, end]");
+    if (!size) fail(label() + ": shape " + shape_to_string(e.shape) + " overflows");
+    if (!offsets->is_array() || offsets->as_array().size() != 2) fail(label() + ": data_offsets is not [begin, end]");
     const auto begin = safetensors_size(offsets->as_array()[0]), end = safetensors_size(offsets->as_array()[1]);
-    if (!begin || !end || *begin > *end) fail(label + ": data_offsets " + boost::json::serialize(*offsets) + " is not [begin, end] with begin <= end");
+    if (!begin || !end || *begin > *end) fail(label() + ": data_offsets " + boost::json::serialize(*offsets) + " is not [begin, end] with begin <= end");
     if (*end > data_size)
-      safetensors_fail(what, data_start + std::min(*begin, data_size), label + ": data_offsets [" + std::to_string(*begin) + ", " + std::to_string(*end) +
+      safetensors_fail(what, data_start + std::min(*begin, data_size), label() + ": data_offsets [" + std::to_string(*begin) + ", " + std::to_string(*end) +
                                                          "] run past the end of the data (" + std::to_string(data_size) + " bytes)");
     if (*end - *begin != *size)
-      safetensors_fail(what, data_start + *begin, label + ": data_offsets [" + std::to_string(*begin) + ", " + std::to_string(*end) + "] hold " +
+      safetensors_fail(what, data_start + *begin, label() + ": data_offsets [" + std::to_string(*begin) + ", " + std::to_string(*end) + "] hold " +
                                     std::to_string(*end - *begin) + " bytes, its shape " + shape_to_string(e.shape) + " of " +
                                     to_string(e.dtype) + " needs " + std::to_string(*size));
     e.offset = data_start + *begin;

@@ -5,6 +5,9 @@
 //  - the dictionary through TVM's blob and back writes the same .safetensors bytes;
 //  - reading it with views into the bytes (how a mapped file is read) gives the same
 //    dictionary as reading copies.
+// And for the writer: the input split at NUL bytes gives tensor names (any bytes at all);
+// save_safetensors either refuses them (errc::invalid_argument) or writes a file that
+// loads back with those names, in that order.
 
 #include <gexec/params.hpp>
 
@@ -17,6 +20,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -53,7 +58,36 @@ gexec::param_dict load(std::span<const std::byte> bytes, const char* what) {
 
 }  // namespace
 
+// save_safetensors over names from the input: refused, or read back as they were.
+void writer_round_trip(const std::uint8_t* data, std::size_t size) {
+  std::vector<std::pair<std::string, gexec::ndarray>> tensors;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  for (std::size_t at = 0; at <= text.size() && tensors.size() < 64;) {
+    const std::size_t end = std::min(text.find('\0', at), text.size());
+    auto a = gexec::ndarray::empty({static_cast<std::int64_t>(tensors.size() % 3)}, gexec::dtypes::float32);
+    for (std::int64_t i = 0; i < a.numel(); ++i) static_cast<float*>(a.data())[i] = static_cast<float>(tensors.size() + static_cast<std::size_t>(i));
+    tensors.emplace_back(std::string(text.substr(at, end - at)), std::move(a));
+    at = end + 1;
+  }
+  std::vector<std::byte> file;
+  try {
+    file = gexec::save_safetensors(tensors);
+  } catch (const gexec::error& e) {
+    if (e.code() != gexec::errc::invalid_argument) property_failed("save_safetensors fails other than invalid_argument", e.what());
+    return;
+  }
+  const gexec::param_dict back = load(file, "load_param_dict rejects what save_safetensors wrote from given names");
+  if (back.size() != tensors.size()) property_failed("names written and read back differ in number");
+  std::size_t i = 0;
+  for (const auto& [name, value] : back) {
+    if (name != tensors[i].first) property_failed("a name written and read back differs", name);
+    if (!same_tensor(value, tensors[i].second)) property_failed("a tensor written and read back differs", name);
+    ++i;
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  writer_round_trip(data, size);
   // Every input is taken for a .safetensors file: byte 8 is where its header opens.
   std::vector<std::byte> file(reinterpret_cast<const std::byte*>(data), reinterpret_cast<const std::byte*>(data) + size);
   if (file.size() >= 9) file[8] = std::byte{'{'};
