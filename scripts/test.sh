@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Builds gexec and runs its whole test suite: bash scripts/test.sh
 #
+#   bash scripts/test.sh                  every stage below, in order (what CI runs)
+#   bash scripts/test.sh quick            one g++ build and every unit test (no TVM, no Triton, no
+#                                         cross builds): the loop while changing gexec
+#   bash scripts/test.sh clang gcc ...    the stages named, in that order (python, arm and bench use
+#                                         what the gcc stage built: its conformance models and programs)
+#
 # Stages, each timed:
 #   clang          clang 14 with ASan+UBSan: every test but conformance, packaging and compile-fail (the CUDA suite over the
 #                  host-emulated driver included), and the fuzz targets over their seeds
@@ -214,13 +220,29 @@ bench_stage() {
   fi
 }
 
+# The quick tier: one build (g++, -O2 with debug information and assertions off, as the
+# Release stages build) with the programs the unit tests drive, and every test that needs
+# neither TVM, Triton, a cross compiler nor a GPU.
+quick_stage() {
+  type=RelWithDebInfo configure "$build-quick" gcc g++ "${cuda[@]}" -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF \
+    -DGEXEC_BUILD_COMPILED=OFF -DGEXEC_HEADER_CHECK=OFF
+  cmake --build "$build-quick" -j "$jobs"
+  ctest --test-dir "$build-quick" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail|triton|tvm_ffi"
+}
+
+all_stages=(clang tsan clang-release gcc-debug gcc python arm bench)
 stage deps bash scripts/deps.sh
-stage clang clang_stage
-stage tsan tsan_stage
-stage clang-release clang_release_stage
-stage gcc-debug gcc_debug_stage
-stage gcc gcc_stage
-stage python python_stage
-stage arm arm_stage
-if [ "${GEXEC_SKIP_BENCHMARKS:-0}" != 1 ]; then stage bench bench_stage; fi
+if [ $# -eq 0 ]; then
+  for name in "${all_stages[@]}"; do
+    if [ "$name" = bench ] && [ "${GEXEC_SKIP_BENCHMARKS:-0}" = 1 ]; then continue; fi
+    stage "$name" "${name//-/_}_stage"
+  done
+else
+  for name in "$@"; do
+    case " quick ${all_stages[*]} " in
+      *" $name "*) stage "$name" "${name//-/_}_stage" ;;
+      *) echo "scripts/test.sh: no stage \"$name\" (stages: quick ${all_stages[*]})" >&2; exit 2 ;;
+    esac
+  done
+fi
 echo "==== all stages: $((SECONDS - total_start)) s"
