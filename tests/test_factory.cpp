@@ -1,9 +1,11 @@
+#include <gexec/cuda.hpp>
 #include <gexec/load.hpp>
 #include <gexec/graph.hpp>
 
 #include <doctest/doctest.h>
 
 #include "byte_builder.hpp"
+#include "test_support.hpp"
 
 #include <cstring>
 #include <functional>
@@ -73,8 +75,9 @@ TEST_CASE("write_module_blob round-trips the factory and CUDA modules") {
   REQUIRE(parsed.factory);
   CHECK(parsed.factory->graph_json == kGraph);
   CHECK(parsed.factory->params.at("w").values<float>()[1] == 20.0f);
-  REQUIRE(parsed.cuda_modules.size() == 1);
-  const auto& c = parsed.cuda_modules[0];
+  REQUIRE(gexec::cuda_modules_of(parsed).size() == 1);
+  CHECK(parsed.device_modules.size() == 1);
+  const auto& c = *gexec::cuda_modules_of(parsed)[0];
   CHECK(c.format == "ptx");
   CHECK(c.binary == cuda.binary);
   REQUIRE(c.functions.size() == 2);
@@ -84,6 +87,53 @@ TEST_CASE("write_module_blob round-trips the factory and CUDA modules") {
   CHECK(parsed.import_tree_row_ptr == std::vector<std::uint64_t>{0, 2, 2, 2});
   // Without CUDA modules, the writer produces TVM's bytes.
   CHECK(gexec::write_module_blob(f) == tvm_blob().b);
+}
+
+using test::contains;
+using test::error_of;
+
+namespace {
+// A payload of a made-up device type: a u64 count and that many bytes.
+struct test_payload {
+  std::string bytes;
+};
+std::shared_ptr<const void> read_test_payload(gexec::detail::byte_reader& in) {
+  auto p = std::make_shared<test_payload>();
+  p->bytes = in.read_string("test payload");
+  return p;
+}
+gexec::module_blob_entry test_entry(const std::string& bytes) {
+  gexec::detail::byte_writer w;
+  w.write_string(bytes);
+  return {"test.device", std::move(w).take()};
+}
+}  // namespace
+
+TEST_CASE("device modules go to the reader registered for their type key; an unknown key names the header that reads it") {
+  gexec::graph_factory_blob f;
+  f.graph_json = kGraph;
+  f.module_name = "default";
+  // Before any reader is registered for it, the key is refused where it stands.
+  auto e = error_of([&] { (void)gexec::parse_module_blob(gexec::write_module_blob(f, {test_entry("abc")})); });
+  CHECK(e.code() == gexec::errc::invalid_module);
+  CHECK(contains(e, "module 2 (test.device)"));
+  CHECK(contains(e, "module type \"test.device\": no gexec header reads it"));
+  gexec::module_blob_entry relax{"relax.VMExecutable", {}};
+  CHECK(contains(error_of([&] { (void)gexec::parse_module_blob(gexec::write_module_blob(f, {relax})); }), "a Relax VM executable"));
+  // Registered once (a second registration of the key is ignored), read in blob order,
+  // beside the CUDA wing's modules.
+  CHECK(gexec::register_module_payload("test.device", &read_test_payload));
+  CHECK_FALSE(gexec::register_module_payload("test.device", &read_test_payload));
+  gexec::cuda_module_blob cuda;
+  cuda.format = "ptx";
+  auto entries = std::vector<gexec::module_blob_entry>{test_entry("first"), gexec::cuda_module_entry(cuda), test_entry("second")};
+  const auto parsed = gexec::parse_module_blob(gexec::write_module_blob(f, entries));
+  CHECK(parsed.type_keys == std::vector<std::string>{"GraphExecutorFactory", "_lib", "test.device", "cuda", "test.device", "_import_tree"});
+  REQUIRE(parsed.device_modules.size() == 3);
+  CHECK(parsed.device_modules[0].as<test_payload>().bytes == "first");
+  CHECK(parsed.device_modules[2].as<test_payload>().bytes == "second");
+  CHECK(gexec::cuda_modules_of(parsed).size() == 1);
+  CHECK(gexec::cuda_modules_of(parsed)[0]->format == "ptx");
 }
 
 TEST_CASE("a blob cut at any byte is rejected") {
@@ -119,7 +169,7 @@ TEST_CASE("malformed module blobs are errors naming the module and the field") {
   };
   const row rows[] = {
       {"payload longer than the symbol", [] { bytes b; return b.u64(1000).u64(0), b; }, gexec::errc::invalid_module, "payload length 1000 exceeds the 8 bytes"},
-      {"a BYOC module", [] { return with_payload([](bytes& p) { p.u64(2).str("tensorrt").str("{}"); }); }, gexec::errc::invalid_module, "module type \"tensorrt\" is not supported"},
+      {"a BYOC module", [] { return with_payload([](bytes& p) { p.u64(2).str("tensorrt").str("{}"); }); }, gexec::errc::invalid_module, "module 0 (tensorrt): module type \"tensorrt\": no gexec header reads it"},
       {"module count beyond the payload", [] { return with_payload([](bytes& p) { p.u64(1000); }); }, gexec::errc::invalid_module, "module count count 1000 exceeds"},
       {"count and names disagree", [] { return with_payload([](bytes& p) { p.u64(1).str("GraphExecutorFactory").str("{}").u64(2).u64(1).str("w"); }); }, gexec::errc::invalid_module, "parameter count 2 differs from the 1 names"},
       {"two factories", [] {
@@ -155,7 +205,7 @@ TEST_CASE("load_factory runs a single-file library like lib[\"default\"](dev)") 
   gexec::factory f = gexec::load_factory(GEXEC_TEST_FACTORY);
   CHECK(f.module_name() == "default");
   CHECK(f.params().size() == 2);
-  CHECK(f.cuda_modules().empty());
+  CHECK(f.device_modules().empty());
   CHECK(f.graph().nodes.size() == 7);
   auto ex = f.create();
   ex.set_input("x", gexec::ndarray::from_values<float>({1, 4}, {0.5f, -1, 2, 0.25f}));

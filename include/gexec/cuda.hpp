@@ -21,6 +21,7 @@
 #include "cuda/cuda_graph.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/kernels.hpp"
+#include "cuda/module_payload.hpp"
 #include "execution/parallel_streams.hpp"
 #include "executor.hpp"
 
@@ -32,7 +33,8 @@ using cuda_model = basic_model<cuda_backends>;
 using cuda_executor = graph_executor<cuda_backends>;
 
 namespace detail {
-/// Kernel libraries loaded by this program launch the kernels of their "cuda" modules.
+/// Kernel libraries loaded by this program launch the kernels of their "cuda" modules
+/// (cuda/module_payload.hpp registers their reader).
 inline const bool cuda_modules_launch = register_device_module_loader("cuda", &load_cuda_modules);
 }  // namespace detail
 

@@ -43,11 +43,11 @@ GEXEC_NAMESPACE_BEGIN
 namespace detail {
 
 /// What a library made by export_library carries in __tvm_dev_mblob, parsed: the
-/// graph, its parameters (owned, aligned host tensors) and any CUDA modules.
+/// graph, its parameters (owned, aligned host tensors) and its device modules.
 struct embedded_factory {
   validated_graph graph;
   graph_factory_blob blob;
-  std::vector<cuda_module_blob> cuda_modules;
+  std::vector<module_payload> device_modules;
 };
 
 /// The library, loaded through the model's runtime when it has one (which then keeps
@@ -124,8 +124,8 @@ class factory {
   [[nodiscard]] const std::string& module_name() const noexcept { return s_->embedded->blob.module_name; }
   [[nodiscard]] const module& lib() const noexcept { return s_->lib; }
   [[nodiscard]] const gexec::graph& graph() const noexcept { return s_->embedded->graph; }
-  /// CUDA modules the library carries, for the CUDA backend.
-  [[nodiscard]] const std::vector<cuda_module_blob>& cuda_modules() const noexcept { return s_->embedded->cuda_modules; }
+  /// The device modules the library carries, as their wings read them (binding/payloads.hpp).
+  [[nodiscard]] const std::vector<module_payload>& device_modules() const noexcept { return s_->embedded->device_modules; }
 
  private:
   struct state {

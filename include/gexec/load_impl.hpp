@@ -50,7 +50,7 @@ GEXEC_DECL std::shared_ptr<const embedded_factory> read_embedded_factory(const m
   auto parsed = std::make_shared<embedded_factory>();
   parsed->graph = parse_graph(blob.factory->graph_json);
   parsed->blob = std::move(*blob.factory);
-  parsed->cuda_modules = std::move(blob.cuda_modules);
+  parsed->device_modules = std::move(blob.device_modules);
   release_pages(symbol);
   state.embedded = parsed;
   return parsed;

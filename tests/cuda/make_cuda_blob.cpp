@@ -12,6 +12,7 @@
 // [GraphExecutorFactory, _lib, cuda, _import_tree]. The blob is parsed back before it is
 // written; a blob that does not round-trip is an error.
 
+#include <gexec/cuda/module_payload.hpp>
 #include <gexec/packed_c/module_blob.hpp>
 
 #include <cstdint>
@@ -114,8 +115,8 @@ void check_round_trip(std::span<const std::byte> blob, const gexec::cuda_module_
   expect(parsed.import_tree_row_ptr == rows, "import tree row pointers");
   expect(parsed.import_tree_child_indices == children, "import tree child indices");
 
-  expect(parsed.cuda_modules.size() == 1, "one cuda module");
-  const gexec::cuda_module_blob& m = parsed.cuda_modules.front();
+  expect(gexec::cuda_modules_of(parsed).size() == 1, "one cuda module");
+  const gexec::cuda_module_blob& m = *gexec::cuda_modules_of(parsed).front();
   expect(m.format == cuda.format, "format");
   expect(m.binary == cuda.binary, "binary");
   expect(m.functions.size() == cuda.functions.size(), "function count");

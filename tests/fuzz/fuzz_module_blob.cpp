@@ -4,6 +4,7 @@
 // the factory's graph JSON goes through parse_graph as load_factory would send it.
 
 #include <gexec/graph.hpp>
+#include <gexec/cuda/module_payload.hpp>
 #include <gexec/packed_c/module_blob.hpp>
 
 #include <cstddef>
@@ -63,7 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
 
-  if (blob.type_keys.size() < blob.cuda_modules.size() + (blob.factory ? 1 : 0) + (blob.has_host_library ? 1 : 0))
+  const std::vector<const gexec::cuda_module_blob*> cuda = gexec::cuda_modules_of(blob);
+  if (blob.type_keys.size() < blob.device_modules.size() + (blob.factory ? 1 : 0) + (blob.has_host_library ? 1 : 0))
     property_failed("fewer type keys than modules read");
 
   if (!blob.factory) return 0;
@@ -72,7 +74,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Written again and parsed again: the same factory and CUDA modules.
   std::vector<std::byte> written;
   try {
-    written = gexec::write_module_blob(factory, blob.cuda_modules);
+    std::vector<gexec::module_blob_entry> entries;
+    for (const gexec::cuda_module_blob* m : cuda) entries.push_back(gexec::cuda_module_entry(*m));
+    written = gexec::write_module_blob(factory, entries);
   } catch (const gexec::error& e) {
     property_failed("write_module_blob fails on a parsed blob", e.what());
   }
@@ -84,9 +88,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (!again.factory || !same_factory(factory, *again.factory)) property_failed("rewritten factory differs");
   if (!again.has_host_library) property_failed("rewritten blob lost \"_lib\"");
-  if (again.cuda_modules.size() != blob.cuda_modules.size()) property_failed("rewritten blob has a different number of CUDA modules");
-  for (std::size_t i = 0; i < blob.cuda_modules.size(); ++i)
-    if (!same_cuda(blob.cuda_modules[i], again.cuda_modules[i])) property_failed("rewritten CUDA module differs");
+  const std::vector<const gexec::cuda_module_blob*> cuda_again = gexec::cuda_modules_of(again);
+  if (cuda_again.size() != cuda.size()) property_failed("rewritten blob has a different number of CUDA modules");
+  for (std::size_t i = 0; i < cuda.size(); ++i)
+    if (!same_cuda(*cuda[i], *cuda_again[i])) property_failed("rewritten CUDA module differs");
 
   // The embedded graph, as a factory library would hand it on.
   try {

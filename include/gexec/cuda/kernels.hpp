@@ -37,6 +37,7 @@
 #include "../error.hpp"
 #include "../packed_c/hooks.hpp"
 #include "../packed_c/module_blob.hpp"
+#include "module_payload.hpp"
 #include "../runtime/env_registry.hpp"
 #include "../runtime/run_context.hpp"
 #include "../tvm_abi.hpp"
@@ -299,10 +300,11 @@ inline func_handle* set_device_handle() {
 /// the new kernels unless they are the same). `kept` owns the kernels made, for the
 /// life of the process. The caller holds process_mutex(). Throws errc::invalid_module
 /// for a function table gexec cannot launch from.
-inline void load_cuda_kernels(const std::vector<cuda_module_blob>& blobs, const std::string& library,
+inline void load_cuda_kernels(const std::vector<const cuda_module_blob*>& blobs, const std::string& library,
                               std::unordered_map<std::string, func_handle*>& handles, std::vector<std::shared_ptr<const void>>& kept) {
   std::vector<std::unique_ptr<cuda_kernel>> made;
-  for (const cuda_module_blob& b : blobs) {
+  for (const cuda_module_blob* blob : blobs) {
+    const cuda_module_blob& b = *blob;
     if (b.format != "ptx" && b.format != "cubin" && b.format != "fatbin")
       throw error(errc::invalid_module, "the cuda module of " + library + " has format \"" + b.format + "\" (gexec loads ptx, cubin and fatbin)");
     auto image = std::make_shared<cuda_image>();
@@ -363,7 +365,7 @@ inline void load_cuda_kernels(const std::vector<cuda_module_blob>& blobs, const 
 /// The packed C loader's "cuda" device-module loader (registered by <gexec/cuda.hpp>):
 /// the library's launchers and its __tvm_set_device.
 inline void load_cuda_modules(const module_blob& blob, module_context& ctx) {
-  load_cuda_kernels(blob.cuda_modules, ctx.name, ctx.device_functions, ctx.device_kernels);
+  load_cuda_kernels(cuda_modules_of(blob), ctx.name, ctx.device_functions, ctx.device_kernels);
   ctx.set_device = set_device_handle();
 }
 

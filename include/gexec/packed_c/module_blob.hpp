@@ -2,8 +2,10 @@
 // The module blob TVM's export_library embeds in a kernel library as __tvm_dev_mblob
 // (v0.19 src/runtime/library_module.cc): u64 payload length, then u64 module count and,
 // per module, a type key and its payload. gexec reads the graph executor factory
-// (graph JSON, parameters, module name), the host-library marker "_lib", the import
-// tree, and CUDA modules (kept for the CUDA backend); any other module type is an error.
+// (graph JSON, parameters, module name), the host-library marker "_lib" and the import
+// tree itself; every other module goes to the reader registered for its type key
+// (binding/payloads.hpp: the CUDA wing registers "cuda"), and a key no reader is
+// registered for is an error naming the header that reads it.
 
 #include "../config.hpp"
 
@@ -20,25 +22,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../binding/payloads.hpp"
 #include "../detail/byte_io.hpp"
 #include "../params.hpp"
 
 GEXEC_NAMESPACE_BEGIN
-
-/// One kernel of a CUDA module: argument types and the launch-parameter tags that
-/// say how the trailing launch arguments map to grid, block and shared memory.
-struct cuda_function_info {
-  std::string name;
-  std::vector<DLDataType> arg_types;
-  std::vector<std::string> launch_param_tags;
-};
-
-/// A "cuda" module as TVM serializes it: format ("ptx", "cubin", "fatbin"), kernels, binary.
-struct cuda_module_blob {
-  std::string format;
-  std::vector<cuda_function_info> functions;
-  std::string binary;
-};
 
 /// The "GraphExecutorFactory" module: what lib["default"] creates executors from.
 struct graph_factory_blob {
@@ -50,7 +38,7 @@ struct graph_factory_blob {
 struct module_blob {
   std::vector<std::string> type_keys;          ///< in blob order
   std::optional<graph_factory_blob> factory;
-  std::vector<cuda_module_blob> cuda_modules;
+  std::vector<module_payload> device_modules;  ///< in blob order, as their readers made them
   bool has_host_library = false;               ///< a "_lib" entry
   std::vector<std::uint64_t> import_tree_row_ptr;
   std::vector<std::uint64_t> import_tree_child_indices;
@@ -138,24 +126,6 @@ inline graph_factory_blob read_graph_factory(byte_reader& in, factory_params mod
   return f;
 }
 
-inline cuda_module_blob read_cuda_module(byte_reader& in) {
-  cuda_module_blob m;
-  m.format = in.read_string("format");
-  auto n = in.read_count("function table", 3 * sizeof(std::uint64_t));
-  for (std::uint64_t i = 0; i < n; ++i) {
-    auto key = in.read_string("function name");
-    cuda_function_info f;
-    f.name = in.read_string("function info name");
-    auto n_args = in.read_count("argument types", sizeof(DLDataType));
-    for (std::uint64_t a = 0; a < n_args; ++a) f.arg_types.push_back(in.read<DLDataType>("argument type"));
-    f.launch_param_tags = read_string_vector(in, "launch parameter tags");
-    if (f.name != key) in.fail("function table key \"" + key + "\" holds the info of \"" + f.name + "\"");
-    m.functions.push_back(std::move(f));
-  }
-  m.binary = in.read_string("binary");
-  return m;
-}
-
 }  // namespace detail
 
 /// What parse_module_blob keeps: everything, or the device modules only (a graph
@@ -194,10 +164,8 @@ inline module_blob parse_module_blob(std::span<const std::byte> symbol, const st
                                                     : release                                ? detail::factory_params::copy_and_release
                                                                                              : detail::factory_params::copy,
                                                 sink ? &sink : nullptr);
-    } else if (key == "cuda") {
-      blob.cuda_modules.push_back(detail::read_cuda_module(in));
     } else {
-      in.fail("module type \"" + key + "\" is not supported (gexec runs graph executor factories over host and cuda modules)");
+      blob.device_modules.push_back(read_module_payload(key, in));
     }
     blob.type_keys.push_back(std::move(key));
   }
@@ -228,11 +196,18 @@ inline module_blob parse_module_blob(std::span<const std::byte> symbol, const st
   return detail::parse_module_blob(symbol, source, parts, false);
 }
 
+/// One device module to write: its type key and its payload's bytes, as its wing
+/// serializes it (cuda/module_payload.hpp's cuda_module_entry for "cuda").
+struct module_blob_entry {
+  std::string type_key;
+  std::vector<std::byte> payload;
+};
+
 /// Writes a __tvm_dev_mblob (payload length included) holding `factory`, "_lib", the
-/// given CUDA modules and the import tree TVM writes (the factory imports the rest).
-inline std::vector<std::byte> write_module_blob(const graph_factory_blob& factory, const std::vector<cuda_module_blob>& cuda = {}) {
+/// given device modules and the import tree TVM writes (the factory imports the rest).
+inline std::vector<std::byte> write_module_blob(const graph_factory_blob& factory, const std::vector<module_blob_entry>& device = {}) {
   detail::byte_writer p;
-  const std::uint64_t modules = 2 + cuda.size();
+  const std::uint64_t modules = 2 + device.size();
   p.write(std::uint64_t{modules + 1});
   p.write_string("GraphExecutorFactory");
   p.write_string(factory.graph_json);
@@ -242,19 +217,9 @@ inline std::vector<std::byte> write_module_blob(const graph_factory_blob& factor
   for (const auto& [name, a] : factory.params) detail::write_tensor_record(p, name, a);
   p.write_string(factory.module_name);
   p.write_string("_lib");
-  for (const cuda_module_blob& m : cuda) {
-    p.write_string("cuda");
-    p.write_string(m.format);
-    p.write(static_cast<std::uint64_t>(m.functions.size()));
-    for (const cuda_function_info& f : m.functions) {
-      p.write_string(f.name);
-      p.write_string(f.name);
-      p.write(static_cast<std::uint64_t>(f.arg_types.size()));
-      for (DLDataType t : f.arg_types) p.write(t);
-      p.write(static_cast<std::uint64_t>(f.launch_param_tags.size()));
-      for (const auto& tag : f.launch_param_tags) p.write_string(tag);
-    }
-    p.write_string(m.binary);
+  for (const module_blob_entry& m : device) {
+    p.write_string(m.type_key);
+    p.append(m.payload.data(), m.payload.size());
   }
   p.write_string("_import_tree");
   // Module 0 (the factory) imports every other module; they import nothing.

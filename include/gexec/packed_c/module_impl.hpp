@@ -243,9 +243,11 @@ GEXEC_DECL module load_module(const std::filesystem::path& path) {
       const library_bin parsed = parse_library_bin(bin, "__tvm_ffi__library_bin of " + ctx->name);
       for (const library_bin_module& mod : parsed.modules)
         if (mod.kind != "_lib")
-          throw error(errc::unsupported, ctx->name + " carries a \"" + mod.kind + "\" module in its __tvm_ffi__library_bin, which gexec " +
-                                             "does not load for TVM-FFI libraries (it runs their host kernels; device modules are not " +
-                                             "supported yet): build the kernels for the CPU (target \"llvm\" or \"c\")");
+          throw error(errc::unsupported, ctx->name + " carries a \"" + mod.kind + "\" module in its __tvm_ffi__library_bin: " +
+                                             (find_module_payload_reader(mod.kind) ? "gexec runs the host kernels of TVM-FFI libraries, not yet "
+                                                                                     "their device modules"
+                                                                                   : detail::payload_wing_hint(mod.kind)) +
+                                             " (build the kernels for the CPU: target \"llvm\" or \"c\")");
     }
   }
   state->context = ctx;
@@ -262,11 +264,16 @@ GEXEC_DECL module load_module(const std::filesystem::path& path) {
   try {
     if (const auto blob = m.data_symbol("__tvm_dev_mblob"); !blob.empty()) {
       const module_blob parsed = parse_module_blob(blob, "__tvm_dev_mblob of " + ctx->name, blob_parts::device_modules);
-      if (!parsed.cuda_modules.empty()) {  // launched by the CUDA wing, where the program includes it
+      // Each type key's kernels are launched by the wing that registered its loader (the
+      // wing that read its payloads registered one too, or parsing failed above).
+      std::vector<std::string_view> keys;
+      for (const module_payload& p : parsed.device_modules)
+        if (std::find(keys.begin(), keys.end(), p.type_key) == keys.end()) keys.push_back(p.type_key);
+      for (std::string_view key : keys) {
         const auto& loaders = detail::device_module_loaders();
-        auto it = std::find_if(loaders.begin(), loaders.end(), [](const auto& e) { return std::string_view(e.type_key) == "cuda"; });
+        auto it = std::find_if(loaders.begin(), loaders.end(), [key](const auto& e) { return std::string_view(e.type_key) == key; });
         if (it == loaders.end())
-          throw error(errc::unsupported, "the library carries cuda kernels, and this program was built without <gexec/cuda.hpp>, which launches them");
+          throw error(errc::unsupported, "the library carries " + std::string(key) + " modules, and no loader launches their kernels in this program");
         it->load(parsed, *ctx);
       }
     }
