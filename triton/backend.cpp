@@ -17,7 +17,7 @@
 // asynchronously, outputs copied to wherever Triton's buffers are, one wait per batch.
 
 #include <gexec/contrib/sort.hpp>
-#include <gexec/cuda.hpp>
+#include <gexec/all_backends.hpp>
 #include <gexec/executor.hpp>
 
 #include <chrono>
@@ -44,8 +44,8 @@ namespace gexec_triton {
 namespace {
 
 namespace fs = std::filesystem;
-using model_type = gexec::cuda_model;  ///< host and CUDA devices; a host-only graph never touches the driver
-using executor = gexec::cuda_executor;
+using model_type = gexec::any_device_model;  ///< every device wing; a host-only graph touches no device driver
+using executor = gexec::any_device_executor;
 
 void log(TRITONSERVER_LogLevel level, int line, const std::string& message) {
   if (TRITONSERVER_LogIsEnabled(level)) {

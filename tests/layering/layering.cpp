@@ -39,7 +39,7 @@ const std::vector<layer> layers = {
     {"the plan: storage and steps as indices", {"planners/", "plan.hpp"}},
     {"one executor's machinery", {"executor/"}},
     {"running: policies, observers, the model and the TVM API", {"execution/", "observers/", "model.hpp", "graph_executor.hpp", "benchmark.hpp", "benchmark_impl.hpp", "load.hpp", "load_impl.hpp"}},
-    {"opt-in wings and umbrellas", {"debug/", "contrib/", "cuda/", "debug.hpp", "cuda.hpp", "executor.hpp", "instantiations.hpp"}},
+    {"opt-in wings and umbrellas", {"debug/", "contrib/", "cuda/", "debug.hpp", "cuda.hpp", "executor.hpp", "instantiations.hpp", "all_backends.hpp"}},
 };
 
 int layer_of(const std::string& rel) {

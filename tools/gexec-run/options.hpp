@@ -1,0 +1,52 @@
+#pragma once
+// gexec-run's options, as the command line sets them, and its one error for bad arguments.
+#include <gexec/all_backends.hpp>
+#include <gexec/debug.hpp>
+#include <gexec/npy.hpp>
+#include <gexec/npz.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gexec_run {
+
+namespace fs = std::filesystem;
+
+struct options {
+  std::string model, graph, lib, params;
+  std::vector<std::string> inputs, expected;
+  bool zero_missing = false;
+  std::string output_dir, output_file, dump_dir, trace, dot, compare_dump;
+  std::vector<std::string> convert_params;
+  std::string make_bundle, bundle_expected, verify;
+  std::vector<std::string> bundle_outputs;  ///< --verify: the output names the bundle lists (its "output" lines)
+  bool allow_missing = false;               ///< --compare-dump: a dump that lacks node outputs may still match
+  bool tolerance_given = false;  ///< --atol or --rtol on the command line (else a bundle's own)
+  bool info = false, bench = false, profile = false;
+  int repeat = 5, number = 1, min_repeat_ms = 0, cooldown_ms = 0, repeats_to_cooldown = 1;
+  int threads = 0;
+  std::string device = "cpu";
+  std::string policy = "sequential";
+  bool cuda_graph = false;
+  std::string planner = "as_compiled";
+  double atol = 1e-4, rtol = 0;
+  int print_limit = 16;
+  std::string progress = "auto";
+};
+
+[[noreturn]] inline void fail(const std::string& message) { throw gexec::error(gexec::errc::invalid_argument, message); }
+
+}  // namespace gexec_run
