@@ -309,7 +309,8 @@ TEST_CASE("--output-dir writes each output as .npy; --expected compares with a t
   gexec::save_npy_file(dir / "off.npy", tensor({1, 3}, off));
   const result differ = run_cli(split + " -i x=1,2,3,4 --expected 0=@" + (dir / "off.npy").string());
   CHECK(differ.status == 2);
-  CHECK(has(differ, "MISMATCH output 0 (softmax:0): 1 of 3 elements differ beyond atol 0.0001"));
+  CHECK(has(differ, "MISMATCH output 0 (softmax:0): 1 of 3 elements differ beyond atol 0 rtol 0"));  // exact by default
+  CHECK(has(differ, "max ulps 671089"));
   CHECK(has(differ, "first at element 1"));
   CHECK(run_cli(split + " -i x=1,2,3,4 --atol 0.02 --expected 0=@" + (dir / "off.npy").string()).status == 0);
   CHECK(run_cli(split + " -i x=1,2,3,4 --rtol 0.1 --atol 0 --expected 0=@" + (dir / "off.npy").string()).status == 0);
@@ -467,6 +468,19 @@ TEST_CASE("--compare-dump: every node against a dump in TVM's layout, inputs fro
   CHECK(has(b, "input: w1:0 float32[8, 4]"));
   CHECK(has(b, "1 of 8 elements beyond atol 1e-05 rtol 0, the first at flat index 5; max abs diff 0.25"));
   CHECK(run_cli(split + " --compare-dump " + (dir / "changed").string() + " --atol 0.3 --allow-missing").status == 0);
+
+  // One element one ULP off, as an edited kernel would leave it: the default is exact.
+  auto ulp = dense1;
+  ulp[2] = std::nextafter(ulp[2], 1e9f);
+  write(dir / "ulp", ulp);
+  const result one_ulp = run_cli(split + " --compare-dump " + (dir / "ulp").string() + " --allow-missing");
+  CHECK(one_ulp.status == 2);
+  CHECK(has(one_ulp, "FIRST DIVERGENCE at node 3 (dense1)"));
+  CHECK(has(one_ulp, "1 of 8 elements beyond atol 0 rtol 0, the first at flat index 2"));
+  CHECK(has(one_ulp, "max ulps 1"));
+  const result same_exact = run_cli(split + " --compare-dump " + (dir / "same").string() + " --allow-missing");
+  CHECK(same_exact.status == 0);
+  CHECK(has(same_exact, "all agree bit for bit (atol 0, rtol 0)"));
 
   const result c = run_cli(split + " --compare-dump " + (dir / "none").string());
   CHECK(c.status == 1);

@@ -56,7 +56,7 @@ class DumpComparison:
             len(self.nodes), "equal" if self.equal else "first divergence at node %d" % self.first_divergence["node_id"])
 
 
-def compare_dump(module, dump_dir, atol=1e-4, rtol=0.0, inputs_from_dump=True):
+def compare_dump(module, dump_dir, atol=0.0, rtol=0.0, inputs_from_dump=True):
     """Runs ``module`` (a GraphModule or graph executor module) once, node by node, and
     compares every node's every output with TVM's dump: ``dump_dir`` is the dump_root given
     to TVM's ``debug_executor.create``, its ``_tvmdbg_device_*`` folder, or the

@@ -74,7 +74,9 @@ inline bool compare_with_dump(const options& o, loaded& l, const gexec::param_di
               << " node outputs; the others were not compared (--allow-missing accepts that)\n";
     return false;
   }
-  std::cout << "MATCH: " << compared << " of " << c.nodes.size() << " node outputs compared, all agree\n";
+  std::cout << "MATCH: " << compared << " of " << c.nodes.size() << " node outputs compared, all agree "
+            << (o.atol == 0 && o.rtol == 0 ? "bit for bit (atol 0, rtol 0)" : "within atol " + std::to_string(o.atol) + ", rtol " + std::to_string(o.rtol))
+            << '\n';
   return true;
 }
 

@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
       ->group("Bundles");
   app.add_option("--verify", o.verify, "run a reference bundle DIR and compare every output; exit 2 on a mismatch")->group("Bundles");
   app.add_option("--expected", o.expected, "NAME=@file.npy: compare output NAME (\"softmax:0\", plain \"softmax\", or an index) with the file; exit 2 on mismatch")->group("Inputs and outputs");
-  app.add_option("--atol", o.atol, "absolute tolerance for --expected and --compare-dump (default 1e-4)")->group("Inputs and outputs");
+  app.add_option("--atol", o.atol, "absolute tolerance for --expected, --compare-dump and --verify (default 0: exact)")->group("Inputs and outputs");
   app.add_option("--rtol", o.rtol, "relative tolerance for --expected and --compare-dump (default 0)")->group("Inputs and outputs");
   app.add_option("--print-limit", o.print_limit, "elements of each output printed (default 16; -1 for all)")->group("Inputs and outputs");
   app.add_flag("--info", o.info, "print the model's inputs, outputs, parameters and functions, and exit")->group("Inspect");

@@ -40,8 +40,10 @@ GEXEC_NAMESPACE_BEGIN
 
 /// An element differs when |got - want| > atol + rtol * |want| (numpy.isclose); NaN
 /// equals NaN. Integers and booleans compare by value, the same way.
+/// Exact by default: the same kernels give bit-identical dumps, so any difference is one
+/// to look at; a tolerance is something the caller asks for.
 struct compare_tolerance {
-  double atol = 1e-4;
+  double atol = 0;
   double rtol = 0;
 };
 
