@@ -65,7 +65,7 @@ void writer_round_trip(const std::uint8_t* data, std::size_t size) {
   for (std::size_t at = 0; at <= text.size() && tensors.size() < 64;) {
     const std::size_t end = std::min(text.find('\0', at), text.size());
     auto a = gexec::ndarray::empty({static_cast<std::int64_t>(tensors.size() % 3)}, gexec::dtypes::float32);
-    for (std::int64_t i = 0; i < a.numel(); ++i) static_cast<float*>(a.data())[i] = static_cast<float>(tensors.size() + static_cast<std::size_t>(i));
+    for (std::uint64_t i = 0; i < a.numel(); ++i) static_cast<float*>(a.data())[i] = static_cast<float>(tensors.size() + i);
     tensors.emplace_back(std::string(text.substr(at, end - at)), std::move(a));
     at = end + 1;
   }
