@@ -608,6 +608,13 @@ TEST_CASE("a file that is not a kernel library is an io error saying why the loa
     CHECK_FALSE(contains(e, "boost::dll"));
   }
   CHECK(contains(error_of([&] { (void)gexec::load_module(short_text); }), "file too short"));
+  // A symbolic link whose target is gone: the link is named as one, with where it points.
+  const fs::path dangling = dir / "dangling.so";
+  fs::create_symlink(dir / "gone" / "model.so", dangling);
+  const auto gone = error_of([&] { (void)gexec::load_module(dangling); });
+  CHECK(gone.code() == gexec::errc::io);
+  CHECK(contains(gone, "cannot open kernel library " + dangling.string() + ": it is a symbolic link to " + (dir / "gone" / "model.so").string() +
+                           ", which does not exist"));
   CHECK(contains(error_of([&] { (void)gexec::load_module(long_text); }), "invalid ELF header"));
 
   // A directory and a FIFO are refused before the loader opens them (it would wait for

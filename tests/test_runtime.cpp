@@ -218,3 +218,12 @@ TEST_CASE("workspace blocks are 64-byte aligned, distinct, reused LIFO, and tole
   int x = 0;
   CHECK(arena.free(&x) == -1);
 }
+
+TEST_CASE("a pool is sized and capped with one look at the machine (affinity mask and cgroup quota files)") {
+  const unsigned before = gexec::detail::core_probes().load();
+  { auto rt = gexec::runtime::create({.num_threads = 0}); }
+  CHECK(gexec::detail::core_probes().load() - before == 1);
+  const unsigned again = gexec::detail::core_probes().load();
+  { auto rt = gexec::runtime::create({.num_threads = 3}); }
+  CHECK(gexec::detail::core_probes().load() - again == 1);
+}

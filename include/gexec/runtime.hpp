@@ -48,7 +48,10 @@ class runtime : public std::enable_shared_from_this<runtime> {
  public:
   /// A runtime with its own thread pool and registry.
   explicit runtime(runtime_options options = {})
-      : own_pool_(std::make_unique<detail::thread_pool>(options.num_threads > 0 ? options.num_threads : detail::default_num_threads())),
+      : own_pool_([&options] {
+          const int cores = detail::available_cores();  // one look at the machine, for the size and the cap
+          return std::make_unique<detail::thread_pool>(options.num_threads > 0 ? options.num_threads : detail::default_num_threads(cores), cores);
+        }()),
         own_env_(std::make_unique<detail::env_registry>()),
         pool_(own_pool_.get()),
         env_(own_env_.get()) {}

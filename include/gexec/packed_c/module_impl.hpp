@@ -195,7 +195,14 @@ GEXEC_DECL const std::filesystem::path& module::path() const {
 GEXEC_DECL module load_module(const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::path canonical = std::filesystem::canonical(path, ec);
-  if (ec) throw error(errc::io, "cannot open kernel library " + path.string() + ": " + ec.message());
+  if (ec) {
+    std::error_code link_ec;
+    const std::filesystem::path target = std::filesystem::is_symlink(path, link_ec) ? std::filesystem::read_symlink(path, link_ec) : std::filesystem::path();
+    if (!target.empty() && !link_ec)  // the link is there; what it points at is not
+      throw error(errc::io, "cannot open kernel library " + path.string() + ": it is a symbolic link to " + target.string() +
+                                ", which does not exist (" + ec.message() + ")");
+    throw error(errc::io, "cannot open kernel library " + path.string() + ": " + ec.message());
+  }
   // dlopen() of a FIFO waits for a writer, and of a directory says little: only regular
   // files are loaded, as only regular files are read as graphs and parameters.
   struct stat st {};

@@ -135,8 +135,16 @@ inline int cgroup_cpu_cap() noexcept {
 #endif
 }
 
+/// How many times available_cores() has looked at the machine (its affinity mask and
+/// cgroup files): a pool is made with one look.
+inline std::atomic<unsigned>& core_probes() noexcept {
+  static std::atomic<unsigned> n{0};
+  return n;
+}
+
 /// The cores this process may run on: its affinity mask, capped by its cgroup quota.
 inline int available_cores() noexcept {
+  core_probes().fetch_add(1, std::memory_order_relaxed);
   int n = 0;
 #if defined(__linux__)
   for (std::size_t cpus = CPU_SETSIZE; n == 0 && cpus <= (std::size_t{1} << 20); cpus *= 2) {
@@ -157,8 +165,8 @@ inline int available_cores() noexcept {
   return n < 1 ? 1 : n;
 }
 
-/// GEXEC_NUM_THREADS, else TVM_NUM_THREADS (1..1024), else available_cores().
-inline int default_num_threads() {
+/// GEXEC_NUM_THREADS, else TVM_NUM_THREADS (1..1024), else `cores`.
+inline int default_num_threads(int cores) {
   for (const char* name : {"GEXEC_NUM_THREADS", "TVM_NUM_THREADS"}) {
     if (const char* v = std::getenv(name)) {
       char* end = nullptr;
@@ -166,8 +174,9 @@ inline int default_num_threads() {
       if (end != v && *end == '\0' && n > 0 && n <= 1024) return static_cast<int>(n);
     }
   }
-  return available_cores();
+  return cores;
 }
+inline int default_num_threads() { return default_num_threads(available_cores()); }
 
 /// Bumped in the child of every fork(): workers started before it do not exist there.
 inline std::atomic<unsigned>& fork_generation() noexcept {
@@ -385,12 +394,15 @@ class thread_pool {
     std::unique_ptr<std::thread[]> threads;
   };
 
+ public:
+  /// With the cores this process may use (available_cores()) already known.
   thread_pool(int num_threads, int cores) noexcept
       : num_threads_(std::clamp(num_threads, 1, int{kNone} / kTasksPerThread)),
         max_concurrency_(std::min(num_threads_, cores)),
         spin_(num_threads_ <= cores),
         sites_(max_concurrency_ > 1) {}
 
+ private:
   static void report(const std::string& message) noexcept {
     try {
       set_last_error(message.empty() ? std::string("parallel task failed") : message);
@@ -656,7 +668,10 @@ class thread_pool {
 /// The process default runtime's pool: made on first use, never destroyed (its
 /// workers may be serving compiled code while static destructors run).
 inline thread_pool& default_pool() {
-  static auto* pool = new thread_pool(default_num_threads());
+  static auto* pool = [] {
+    const int cores = available_cores();  // one look at the machine, for the size and the cap
+    return new thread_pool(default_num_threads(cores), cores);
+  }();
   return *pool;
 }
 
