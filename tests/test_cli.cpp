@@ -725,6 +725,25 @@ TEST_CASE("reference bundles: --make-bundle from a run or from given outputs, --
             "softmax is float32[3], output softmax:0 is float32[1, 3]"));
 }
 
+TEST_CASE("bfloat16 outputs are written as the uint16 bits TVM's Python users hold, or as ml_dtypes names them when asked") {
+  const fs::path dir = scratch("bfloat16");
+  // A graph whose output is its bfloat16 input: no kernel between them.
+  std::ofstream(dir / "g.json") << R"({"nodes":[{"op":"null","name":"x","inputs":[]}],"arg_nodes":[0],"heads":[[0,0,0]],)"
+                                   R"("node_row_ptr":[0,1],"attrs":{"shape":["list_shape",[[3]]],"dltype":["list_str",["bfloat16"]],)"
+                                   R"("storage_id":["list_int",[0]]}})";
+  const std::string model = " -g " + (dir / "g.json").string() + " -l " + GEXEC_TEST_KERNELS + " -i x=1.5,-2,0.25";
+  REQUIRE(run_cli(model + " --output-dir " + (dir / "bits").string() + " --output " + (dir / "bits.npz").string()).status == 0);
+  const std::vector<std::uint16_t> want = {0x3FC0, 0xC000, 0x3E80};
+  for (const gexec::ndarray& a : {gexec::load_npy_file(dir / "bits" / "output_0.npy"), gexec::load_npz_file(dir / "bits.npz").at(0).second}) {
+    REQUIRE(gexec::same_dtype(a.dtype(), gexec::dtypes::uint16));
+    CHECK(std::vector<std::uint16_t>(static_cast<const std::uint16_t*>(a.data()), static_cast<const std::uint16_t*>(a.data()) + 3) == want);
+  }
+  REQUIRE(run_cli(model + " --npy-names ml_dtypes --output-dir " + (dir / "named").string()).status == 0);
+  const gexec::ndarray named = gexec::load_npy_file(dir / "named" / "output_0.npy", gexec::dtypes::bfloat16);
+  CHECK(std::memcmp(named.data(), want.data(), 6) == 0);
+  CHECK(has(run_cli(model + " --npy-names fancy"), "--npy-names"));
+}
+
 TEST_CASE("--threads, --device, --policy and --progress") {
   const auto want = mlp({1, 1, 1, 1});
   check_close(printed(run_cli(split + " -i x=1 --threads 2"), "softmax:0"), want);

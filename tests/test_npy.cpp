@@ -494,3 +494,25 @@ TEST_CASE("save_npy refuses what .npy cannot hold") {
   t.ndim = 1;
   CHECK(values_of<float>(gexec::load_npy(gexec::save_npy(gexec::ndarray::view(t, nullptr)))) == std::vector<float>{7});
 }
+
+TEST_CASE("npy_names::bits writes bfloat16 and float8 as their bits, which plain numpy reads as TVM's Python holds them") {
+  auto bf = gexec::ndarray::empty({3}, gexec::dtypes::bfloat16);
+  const std::uint16_t bits[3] = {0x3FC0, 0xC000, 0x3E80};  // 1.5, -2, 0.25
+  std::memcpy(bf.data(), bits, sizeof bits);
+  const std::string as_bits = gexec::save_npy(bf, gexec::npy_names::bits);
+  CHECK(as_bits.find("'descr': '<u2'") != std::string::npos);
+  const gexec::ndarray back = gexec::load_npy(gexec::detail::as_bytes(as_bits));
+  CHECK(gexec::same_dtype(back.dtype(), gexec::dtypes::uint16));
+  CHECK(std::memcmp(back.data(), bits, sizeof bits) == 0);
+  CHECK(gexec::save_npy(bf).find("'descr': '<V2'") != std::string::npos);  // ml_dtypes' name, as before
+  for (const std::uint8_t code : {gexec::tvm_float8_e4m3_code, gexec::tvm_float8_e5m2_code}) {
+    auto f8 = gexec::ndarray::empty({2}, {code, 8, 1});
+    static_cast<std::uint8_t*>(f8.data())[0] = 0x38;
+    static_cast<std::uint8_t*>(f8.data())[1] = 0xC0;
+    const gexec::ndarray b = gexec::load_npy(gexec::detail::as_bytes(gexec::save_npy(f8, gexec::npy_names::bits)));
+    CHECK(gexec::same_dtype(b.dtype(), gexec::dtypes::uint8));
+    CHECK(static_cast<const std::uint8_t*>(b.data())[1] == 0xC0);
+  }
+  // Other dtypes are named as ever.
+  CHECK(gexec::save_npy(gexec::ndarray::empty({1}, gexec::dtypes::float32), gexec::npy_names::bits).find("'<f4'") != std::string::npos);
+}

@@ -14,6 +14,9 @@
 //    ("void" descrs): bfloat16 '<V2'; int4, uint4 (one byte per element, as in TVM) and
 //    both float8 types '<V1'. ml_dtypes writes float8_e5m2 as '<f1', which np.load
 //    refuses; gexec reads '<f1' as e5m2_float8 but writes '<V1', which numpy loads.
+//    With npy_names::bits, bfloat16 and float8 are written as their bits instead ('<u2',
+//    '|u1'): what TVM's Python users hold (NDArray.numpy() gives bfloat16 as uint16), and
+//    what plain numpy reads as numbers.
 //  - void descrs ('<V2', '|V1', ...) carry no type: they are read only by the overloads
 //    that take the dtype the caller expects, as that dtype when its element size is the
 //    void's. Without it they are errc::unsupported; with another size, or a typed descr
@@ -65,6 +68,13 @@
 #include "params.hpp"
 
 GEXEC_NAMESPACE_BEGIN
+
+/// How save_npy names the floats numpy lacks (bfloat16, float8).
+enum class npy_names {
+  ml_dtypes,  ///< raw bytes ('<V2', '<V1') as ml_dtypes writes them: read back as their dtype
+  bits,       ///< unsigned integers of their width ('<u2', '|u1'): their bits, as TVM's Python holds them
+};
+
 namespace detail {
 
 inline constexpr char npy_magic[] = "\x93NUMPY";
@@ -98,8 +108,10 @@ inline std::string npy_quote(std::string_view s) {
 }
 
 /// The descr save_npy writes for `t`; empty for dtypes .npy cannot hold (lanes > 1).
-constexpr std::string_view npy_descr_of(DLDataType t) noexcept {
+constexpr std::string_view npy_descr_of(DLDataType t, npy_names names = npy_names::ml_dtypes) noexcept {
   if (t.lanes != 1) return {};
+  if (names == npy_names::bits && t.code == kDLBfloat && t.bits == 16) return "<u2";
+  if (names == npy_names::bits && (t.code == tvm_float8_e4m3_code || t.code == tvm_float8_e5m2_code) && t.bits == 8) return "|u1";
   switch (t.code) {
     case kDLInt:
       switch (t.bits) {
@@ -589,14 +601,15 @@ inline ndarray load_npy_file(const std::filesystem::path& path, DLDataType as) {
 
 /// The bytes of a .npy file holding `a` (format 1.0, or 2.0 for a header too long for it),
 /// as np.save writes them. `a` must be a defined, compact host tensor of one lane.
-inline std::string save_npy(const ndarray& a) {
+/// `names`: how bfloat16 and float8 are named (see npy_names).
+inline std::string save_npy(const ndarray& a, npy_names names = npy_names::ml_dtypes) {
   if (!a.defined()) throw error(errc::invalid_argument, "save_npy: undefined ndarray");
   if (a.device().device_type != kDLCPU)
     throw error(errc::device_mismatch,
                 "save_npy: tensor is on " + to_string(a.device()) + "; copy it to the host first");
   if (!a.is_contiguous())
     throw error(errc::invalid_argument, "save_npy: tensor is strided; .npy holds compact C-order arrays");
-  const std::string_view descr = detail::npy_descr_of(a.dtype());
+  const std::string_view descr = detail::npy_descr_of(a.dtype(), names);
   if (descr.empty() || !is_supported(a.dtype()))
     throw error(errc::unsupported,
                 "save_npy: dtype " + to_string(a.dtype()) +
@@ -630,8 +643,8 @@ inline std::string save_npy(const ndarray& a) {
 /// Writes save_npy(a) to `path` whole or not at all: into a new file beside it, then
 /// renamed over it, so that readers see the old file or the new one, never a part (a
 /// symbolic link at `path` is replaced, not followed).
-inline void save_npy_file(const std::filesystem::path& path, const ndarray& a) {
-  const std::string bytes = save_npy(a);
+inline void save_npy_file(const std::filesystem::path& path, const ndarray& a, npy_names names = npy_names::ml_dtypes) {
+  const std::string bytes = save_npy(a, names);
   const std::string name = "npy file " + path.string();
   auto fail = [&](const char* doing, int err) {
     throw error(errc::io, std::string("cannot ") + doing + " " + name + ": " + std::generic_category().message(err));

@@ -224,14 +224,14 @@ inline std::vector<std::pair<std::string, ndarray>> load_npz_file(const std::fil
 }
 
 /// The bytes of an .npz archive holding `arrays` as "<name>.npy" members, stored, as
-/// np.savez writes them (archives of 4 GiB or more are refused).
-inline std::string save_npz(const std::vector<std::pair<std::string, ndarray>>& arrays) {
+/// np.savez writes them (archives of 4 GiB or more are refused); `names` as for save_npy.
+inline std::string save_npz(const std::vector<std::pair<std::string, ndarray>>& arrays, npy_names names = npy_names::ml_dtypes) {
   std::string out, directory;
-  std::unordered_map<std::string_view, int> names;
+  std::unordered_map<std::string_view, int> seen;
   for (const auto& [name, a] : arrays) {
-    if (!names.emplace(name, 0).second)
+    if (!seen.emplace(name, 0).second)
       throw error(errc::invalid_argument, "save_npz: two arrays are named \"" + detail::printable(name) + "\": not written");
-    const std::string npy = save_npy(a), file = name + ".npy";
+    const std::string npy = save_npy(a, names), file = name + ".npy";
     if (out.size() + npy.size() + file.size() + 30 >= 0xFFFFFFFFu || file.size() > 0xFFFF)
       throw error(errc::invalid_argument, "save_npz: the archive would reach 4 GiB (or a name 64 KiB): not written");
     const std::uint32_t crc = detail::crc32(detail::as_bytes(npy));

@@ -216,18 +216,19 @@ int run(options o) {
   l.first_run = seconds_since(first_start);
   const auto outputs = l.ex().get_output_info();
   for (int i = 0; i < l.ex().get_num_outputs(); ++i) print_tensor(outputs[static_cast<std::size_t>(i)].name, l.output(i), o.print_limit);
+  const gexec::npy_names names = o.npy_names == "ml_dtypes" ? gexec::npy_names::ml_dtypes : gexec::npy_names::bits;
   if (!o.output_dir.empty()) {
     make_dir(o.output_dir, "--output-dir");
     for (int i = 0; i < l.ex().get_num_outputs(); ++i) {
       const fs::path file = fs::path(o.output_dir) / ("output_" + std::to_string(i) + ".npy");
-      gexec::save_npy_file(file, l.output(i));
+      gexec::save_npy_file(file, l.output(i), names);
       std::cout << "wrote output " << i << " (" << outputs[static_cast<std::size_t>(i)].name << ") to " << file.string() << '\n';
     }
   }
   if (!o.output_file.empty()) {
     std::vector<std::pair<std::string, gexec::ndarray>> arrays;
     for (int i = 0; i < l.ex().get_num_outputs(); ++i) arrays.emplace_back(output_name(outputs, static_cast<std::size_t>(i)), l.output(i));
-    write_text(o.output_file, gexec::save_npz(arrays), "--output");
+    write_text(o.output_file, gexec::save_npz(arrays, names), "--output");
     std::cout << "wrote " << arrays.size() << " outputs to " << o.output_file << " (";
     for (std::size_t i = 0; i < arrays.size(); ++i) std::cout << (i ? ", " : "") << arrays[i].first;
     std::cout << ")\n";
@@ -287,6 +288,10 @@ int main(int argc, char** argv) {
   app.add_flag("--zero-missing", o.zero_missing, "run inputs that were not given as zeros (otherwise they are an error); never the weights: a split model needs --params for it")->group("Inputs and outputs");
   app.add_option("-o,--output-dir", o.output_dir, "write each output as DIR/output_<i>.npy")->group("Inputs and outputs");
   app.add_option("--output", o.output_file, "write every output to FILE.npz, named by the graph's output names")->group("Inputs and outputs");
+  app.add_option("--npy-names", o.npy_names,
+                 "how --output and --output-dir write bfloat16 and float8: bits (uint16/uint8, as TVM's NDArray.numpy() gives them; "
+                 "the default) or ml_dtypes (raw bytes ml_dtypes reads as its types)")
+      ->check(CLI::IsMember({"bits", "ml_dtypes"}))->group("Inputs and outputs");
   app.add_option("--make-bundle", o.make_bundle,
                  "write a reference bundle to DIR: the model, this run's inputs, its outputs (or --bundle-expected's) and --atol/--rtol")
       ->group("Bundles");

@@ -44,6 +44,7 @@ struct options {
   std::string planner = "as_compiled";
   double atol = 0, rtol = 0;  ///< exact unless asked: the same kernels give the same bits
   int print_limit = 16;
+  std::string npy_names = "bits";  ///< --npy-names: how outputs of bfloat16 and float8 are written
   std::string progress = "auto";
 };
 
