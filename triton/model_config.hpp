@@ -288,9 +288,10 @@ inline std::optional<std::size_t> output_index_name(std::string_view name) {
 /// names one of the model's outputs by
 ///   1. output<k>: the model's k-th output (an error when it has no k-th);
 ///   2. the graph's name of it, "node:k" as gexec names outputs (node, head index);
-///   3. the bare node name, where exactly one output comes from that node;
-///   4. otherwise its position: the k-th entry is the model's k-th output.
-/// Two entries naming one output are an error. Outputs the list leaves out keep output<k>.
+///   3. the bare node name, where exactly one output comes from that node.
+/// Any other name is refused, listing the names the model has (a name matching nothing
+/// would otherwise serve some output under it). Two entries naming one output are an
+/// error. Outputs the list leaves out keep output<k>.
 inline void name_outputs(const json::array& given, const std::vector<model_tensor>& model_outputs, std::vector<served_tensor>& served) {
   std::vector<std::string> named_by(served.size());
   auto known = [&] {
@@ -325,12 +326,7 @@ inline void name_outputs(const json::array& given, const std::vector<model_tenso
       }
       if (from_node.size() == 1) k = from_node[0];
     }
-    if (!k) {
-      if (position >= served.size())
-        config_error(what + ": the model has no output of that name, and no output " + std::to_string(position) +
-                     " to take by its position (outputs: " + known() + ")");
-      k = position;
-    }
+    if (!k) config_error(what + ": the model has no output of that name (outputs: " + known() + ")");
     if (!named_by[*k].empty())
       config_error("config outputs \"" + named_by[*k] + "\" and \"" + name + "\" both name the model's output " + std::to_string(*k) + " (" +
                    model_outputs[*k].name + ")");

@@ -129,11 +129,18 @@ parameters: { key: "execution_policy" value: { string_value: "parallel" } }
                 "weights_as_inputs \\\"true\\\" serves a graph.json + lib.so folder that has no parameter file")
     harness.make_model_dir(root, "mlp_weights_as_inputs", {"graph.json": repo.path("mlp", "graph.json"), "lib.so": repo.path("mlp", "lib.so")},
                            AUTO + WEIGHTS_AS_INPUTS)
-    # Outputs named by the configuration: by position, and by the graph's names (gexec's
-    # "node:head" and the bare node name where one output comes from it).
+    # Outputs named by the configuration: by the graph's names (gexec's "node:head" and the
+    # bare node name where one output comes from it); a name the model does not have is
+    # refused at load with the names it has, never served under another output.
     harness.make_model_dir(root, "mlp_named_outputs", {"model.so": repo.path("mlp", "model.so")}, AUTO + """max_batch_size: 0
-output [ { name: "probabilities", data_type: TYPE_FP32, dims: [ 2, 10 ] } ]
+output [ { name: "tvmgen_default_fused_nn_softmax", data_type: TYPE_FP32, dims: [ 2, 10 ] } ]
 """)
+    repo.broken("bad_output_name", {"model.so": mlp_so}, AUTO + """max_batch_size: 0
+output [ { name: "nonexistent", data_type: TYPE_FP32, dims: [ 2, 10 ] } ]
+""", 'config output \\"nonexistent\\": the model has no output of that name (outputs: output0 (tvmgen_default_fused_nn_softmax:0))')
+    repo.broken("bad_output_head", {"model.so": mlp_so}, AUTO + """max_batch_size: 0
+output [ { name: "tvmgen_default_fused_nn_softmax:3", data_type: TYPE_FP32, dims: [ 2, 10 ] } ]
+""", 'config output \\"tvmgen_default_fused_nn_softmax:3\\": the model has no output of that name')
     harness.make_model_dir(root, "reshape_split_named_outputs", {"model.so": repo.path("reshape_split", "model.so")}, AUTO + """max_batch_size: 0
 output [ { name: "tvmgen_default_fused_reshape_add", data_type: TYPE_FP32, dims: [ 4, 6 ] },
          { name: "tvmgen_default_fused_split:1", data_type: TYPE_FP32, dims: [ 6, 2 ] } ]
@@ -247,7 +254,7 @@ def check_weights_as_inputs(server, args, refs):
 
 
 def check_named_outputs(server, refs):
-    cases = {"mlp_named_outputs": ("mlp", {"probabilities": "output0"}),
+    cases = {"mlp_named_outputs": ("mlp", {"tvmgen_default_fused_nn_softmax": "output0"}),
              "reshape_split_named_outputs": ("reshape_split", {"tvmgen_default_fused_reshape_add": "output4", "tvmgen_default_fused_split:1": "output1"})}
     for protocol in ("http", "grpc"):
         client = make_client(protocol, server)

@@ -161,7 +161,7 @@ TEST_CASE("a configuration that disagrees with the model is refused, saying wher
                  "the config lists inputs but not \"b\", which the model needs"));
 }
 
-TEST_CASE("an explicit configuration names outputs: output<k>, the graph's names, the bare node name, or by position") {
+TEST_CASE("an explicit configuration names outputs: output<k>, the graph's names or the bare node name; any other name is refused") {
   const std::vector<gt::model_tensor> in = {{"x", 0, gexec::dtypes::float32, {2, 4}}};
   const std::vector<gt::model_tensor> out = {{"dense:0", 0, gexec::dtypes::float32, {2, 10}}, {"argmax:1", 1, gexec::dtypes::int64, {2}}};
   auto served = [&](std::string_view outputs) {
@@ -178,18 +178,20 @@ TEST_CASE("an explicit configuration names outputs: output<k>, the graph's names
   CHECK(served("[{\"name\": \"output1\", " + argmax + "]") == names{"output0", "output1"});
   CHECK(served("[{\"name\": \"argmax:1\", " + argmax + ", {\"name\": \"dense:0\", " + dense + "]") == names{"dense:0", "argmax:1"});
   CHECK(served("[{\"name\": \"argmax\", " + argmax + ", {\"name\": \"dense\", " + dense + "]") == names{"dense", "argmax"});
-  CHECK(served("[{\"name\": \"scores\", " + dense + ", {\"name\": \"labels\", " + argmax + "]") == names{"scores", "labels"});
-  CHECK(served("[{\"name\": \"scores\", " + dense + "]") == names{"scores", "output1"});  // one listed: the other keeps its name
+  CHECK(served("[{\"name\": \"dense\", " + dense + "]") == names{"dense", "output1"});  // one listed: the other keeps its name
   // The names are what requests use and what completion keeps: the config is left as given.
-  const gt::completed_config c = gt::complete_config(config("{\"output\": [{\"name\": \"scores\", " + dense + "]}"), in, out, true);
-  CHECK(json::serialize(c.config.at("output")) == R"([{"name":"scores","data_type":"TYPE_FP32","dims":[2,10]}])");
+  const gt::completed_config c = gt::complete_config(config("{\"output\": [{\"name\": \"dense\", " + dense + "]}"), in, out, true);
+  CHECK(json::serialize(c.config.at("output")) == R"([{"name":"dense","data_type":"TYPE_FP32","dims":[2,10]}])");
 
-  CHECK(contains(refused("[{\"name\": \"labels\", " + argmax + "]"),
-                 "config output \"labels\" (the model's output0): data_type TYPE_INT64, the model's is TYPE_FP32"));
-  CHECK(contains(refused("[{\"name\": \"scores\", " + dense + ", {\"name\": \"output0\", " + dense + "]"),
-                 "config outputs \"scores\" and \"output0\" both name the model's output 0 (dense:0)"));
-  CHECK(contains(refused("[{\"name\": \"a\", " + dense + ", {\"name\": \"b\", " + argmax + ", {\"name\": \"c\", " + argmax + "]"),
-                 "config output \"c\": the model has no output of that name, and no output 2 to take by its position (outputs: output0 (dense:0), output1 (argmax:1))"));
+  CHECK(contains(refused("[{\"name\": \"output0\", " + argmax + "]"),
+                 "config output \"output0\": data_type TYPE_INT64, the model's is TYPE_FP32"));
+  CHECK(contains(refused("[{\"name\": \"dense\", " + dense + ", {\"name\": \"output0\", " + dense + "]"),
+                 "config outputs \"dense\" and \"output0\" both name the model's output 0 (dense:0)"));
+  // A name the model does not have is refused, whatever its position: never served under another output.
+  CHECK(contains(refused("[{\"name\": \"scores\", " + dense + ", {\"name\": \"labels\", " + argmax + "]"),
+                 "config output \"scores\": the model has no output of that name (outputs: output0 (dense:0), output1 (argmax:1))"));
+  CHECK(contains(refused("[{\"name\": \"nonexistent\", " + dense + "]"), "config output \"nonexistent\": the model has no output of that name"));
+  CHECK(contains(refused("[{\"name\": \"dense:3\", " + dense + "]"), "config output \"dense:3\": the model has no output of that name"));
   CHECK(contains(refused("[{\"name\": \"output2\", " + dense + "]"), "config output \"output2\": the model has no output of that name"));
   const std::vector<gt::model_tensor> split = {{"split:0", 0, gexec::dtypes::float32, {3}}, {"split:1", 1, gexec::dtypes::float32, {3}}};
   CHECK(contains(error_of([&] {
