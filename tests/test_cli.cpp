@@ -8,6 +8,7 @@
 
 #include "../tools/gexec-run/values.hpp"
 #include "test_support.hpp"
+#include "../tools/gexec-run/sha256.hpp"
 
 #include <doctest/doctest.h>
 
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -311,6 +313,14 @@ TEST_CASE("--output-dir writes each output as .npy; --expected compares with a t
   CHECK(differ.status == 2);
   CHECK(has(differ, "MISMATCH output 0 (softmax:0): 1 of 3 elements differ beyond atol 0 rtol 0"));  // exact by default
   CHECK(has(differ, "max ulps 671089"));
+  std::vector<float> with_nan(want);
+  with_nan[2] = std::numeric_limits<float>::quiet_NaN();
+  gexec::save_npy_file(dir / "nan.npy", tensor({1, 3}, with_nan));
+  const result nan = run_cli(split + " -i x=1,2,3,4 --atol 0.5 --expected 0=@" + (dir / "nan.npy").string());
+  CHECK(nan.status == 2);
+  CHECK(has(nan, "1 of 3 elements differ beyond atol 0.5 rtol 0; first at element 2"));
+  CHECK(has(nan, "(max abs diff nan"));
+  CHECK(has(nan, "1 of them NaN on one side only"));
   CHECK(has(differ, "first at element 1"));
   CHECK(run_cli(split + " -i x=1,2,3,4 --atol 0.02 --expected 0=@" + (dir / "off.npy").string()).status == 0);
   CHECK(run_cli(split + " -i x=1,2,3,4 --rtol 0.1 --atol 0 --expected 0=@" + (dir / "off.npy").string()).status == 0);
@@ -679,13 +689,62 @@ TEST_CASE("reference bundles: --make-bundle from a run or from given outputs, --
   CHECK(has(run_cli(" --verify " + c), "expected model FILE (a file in the bundle)"));
   // bundles that could not have been checked: no outputs, one of two, a second "expected"
   // line, a symbolic link, a tolerance that cannot fail
-  auto tampered = [&](const std::string& name, const std::function<void(const fs::path&)>& change) {
+  // A copy of bundle b changed by `change`; `reseal` then records the changed files'
+  // checksums in its bundle.txt, as a bundle edited by hand would, so that what is checked
+  // after the checksums is reached.
+  auto tampered = [&](const std::string& name, const std::function<void(const fs::path&)>& change, bool reseal = true) {
     const fs::path t = dir / name;
     fs::create_directories(t);
     for (const auto& e : fs::directory_iterator(b)) fs::copy_file(e.path(), t / e.path().filename(), fs::copy_options::overwrite_existing);
     change(t);
+    if (reseal) {
+      std::ifstream in(t / "bundle.txt");
+      std::string line, text;
+      while (std::getline(in, line)) {
+        if (line.starts_with("sha256 ")) {
+          const std::string file = line.substr(7, line.find(' ', 7) - 7);
+          line = "sha256 " + file + " " + gexec_run::sha256_file(t / file);
+        }
+        text += line + "\n";
+      }
+      in.close();
+      std::ofstream(t / "bundle.txt", std::ios::trunc) << text;
+    }
     return run_cli(" --verify " + t.string());
   };
+  // One byte of the kernel library, or the expected outputs changed: the checksums say
+  // which file, before anything runs.
+  const result lib_byte = tampered("lib_byte", [](const fs::path& t) {
+    std::fstream f(t / "lib.so", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(200);
+    const char c = static_cast<char>(f.get());
+    f.seekp(200);
+    f.put(static_cast<char>(c ^ 1));
+  }, false);
+  CHECK(lib_byte.status == 2);
+  CHECK(has(lib_byte, "MISMATCH file lib.so: its SHA-256 is "));
+  CHECK(has(lib_byte, "holds files that changed since it was made; nothing was run"));
+  const result archive = tampered("archive", [&](const fs::path& t) {
+    std::ofstream(t / "expected.npz", std::ios::binary) << gexec::save_npz({{"softmax", tensor({1, 3}, {0.5f, 0.25f, 0.25f})}});
+  }, false);
+  CHECK(archive.status == 2);
+  CHECK(has(archive, "MISMATCH file expected.npz"));
+  const result unsealed = tampered("unsealed", [](const fs::path& t) {
+    std::ifstream in(t / "bundle.txt");
+    std::string line, text;
+    while (std::getline(in, line))
+      if (!line.starts_with("sha256 lib.so ")) text += line + "\n";
+    in.close();
+    std::ofstream(t / "bundle.txt", std::ios::trunc) << text;
+  }, false);
+  CHECK(unsealed.status == 1);
+  CHECK(has(unsealed, "gives no sha256 of lib.so, a file it names"));
+  {
+    std::ifstream in(fs::path(b) / "bundle.txt");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const char* f : {"graph.json", "lib.so", "params.bin", "inputs.npz", "expected.npz"})
+      CHECK(text.find(std::string("\nsha256 ") + f + " " + gexec_run::sha256_file(fs::path(b) / f) + "\n") != std::string::npos);
+  }
   const result empty = tampered("empty", [](const fs::path& t) { std::ofstream(t / "expected.npz", std::ios::binary) << gexec::save_npz({}); });
   CHECK(empty.status == 2);
   CHECK(has(empty, "MISSING output 0 (softmax:0): expected.npz does not hold it"));

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -221,4 +222,14 @@ TEST_CASE("integers compare as integers: 2^53 + 1 is not 2^53, at any width and 
   CHECK(compared<std::int8_t>({-128, 127}, {127, 127}, {.atol = 0, .rtol = 0}).max_abs == 255);
   CHECK(compared<std::int32_t>({-5, 5}, {-5, 5}, {.atol = 0, .rtol = 0}).mismatched == 0);
   CHECK(compared<std::uint16_t>({65535, 1}, {65534, 1}, {.atol = 0, .rtol = 0}).mismatched == 1);
+}
+
+TEST_CASE("a NaN on one side is a mismatch whatever the tolerance, counted as such; NaN on both sides agrees") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  gexec::node_comparison c;
+  gexec::detail::compare_tensors(tensor({4}, {nan, 1, nan, 2}), tensor({4}, {0, 1, nan, 2}), {.atol = 1e3, .rtol = 0.5}, c);
+  CHECK(c.mismatched == 1);
+  CHECK(c.nan_mismatched == 1);
+  CHECK(c.first_mismatch == 0);
+  CHECK(std::isnan(c.max_abs));
 }

@@ -2,6 +2,7 @@
 // gexec-run: outputs checked against expected ones (--expected), every node against TVM's
 // dump (--compare-dump), and reference bundles (--make-bundle, --verify).
 #include "bundle.hpp"
+#include "sha256.hpp"
 #include "io.hpp"
 
 namespace gexec_run {
@@ -30,7 +31,8 @@ inline bool compare_arrays(const std::string& label, const gexec::ndarray& got, 
   }
   gexec::node_comparison c;
   gexec::detail::compare_tensors(got, want, {.atol = o.atol, .rtol = o.rtol}, c);
-  const std::string ulps = c.is_float ? ", max ulps " + std::to_string(c.max_ulps) : "";
+  const std::string ulps = (c.is_float ? ", max ulps " + std::to_string(c.max_ulps) : "") +
+                           (c.nan_mismatched ? "; " + std::to_string(c.nan_mismatched) + " of them NaN on one side only" : "");
   if (c.mismatched == 0) {
     std::cout << "MATCH " << label << " (max abs diff " << c.max_abs << ulps << ")\n";
     return true;
@@ -99,12 +101,14 @@ inline void make_bundle(const options& o, loaded& l) {
   const fs::path out = o.make_bundle;
   make_dir(out.string(), "--make-bundle");
   std::string manifest = "gexec-bundle 1\n";
+  std::vector<std::string> files = {"inputs.npz", "expected.npz"};  // every file the bundle holds, for its checksums
   auto copy = [&](const std::string& from, const std::string& key, std::string name) {
     if (key == "params" && fs::path(from).extension() == ".safetensors") name = "params.safetensors";
     std::error_code ec;
     fs::copy_file(from, out / name, fs::copy_options::overwrite_existing, ec);
     if (ec) throw gexec::error(gexec::errc::io, "--make-bundle: cannot copy " + from + " to " + (out / name).string() + " (" + ec.message() + ")");
     manifest += key + " " + name + "\n";
+    files.push_back(name);
   };
   if (!o.model.empty()) {
     copy(o.model, "model", "model.so");
@@ -149,13 +153,16 @@ inline void make_bundle(const options& o, loaded& l) {
   manifest += "inputs inputs.npz\nexpected expected.npz\n";
   for (const auto& [name, value] : expected) manifest += "output " + name + "\n";
   manifest += tol;
+  for (const std::string& file : files) manifest += "sha256 " + file + " " + sha256_file(out / file) + "\n";
   write_text((out / "bundle.txt").string(), manifest, "--make-bundle");
   std::cout << "wrote a bundle to " << out.string() << ": the model, " << inputs.size() << " inputs, " << expected.size() << " expected outputs ("
             << (o.bundle_expected.empty() ? "this run's" : "from " + o.bundle_expected) << "), atol " << o.atol << " rtol " << o.rtol << '\n';
 }
 
 /// --verify BUNDLE: the options that run it (model, inputs; the bundle's tolerances unless
-/// --atol/--rtol are given). Every file it names must be a regular file inside it.
+/// --atol/--rtol are given). Every file it names must be a regular file inside it, and
+/// every file it gives a checksum of must have it (o.bundle_intact is false, and what
+/// differs printed, otherwise: nothing is run).
 inline options read_bundle(options o) {
   const fs::path dir = o.verify;
   const fs::path manifest = dir / "bundle.txt";
@@ -180,6 +187,13 @@ inline options read_bundle(options o) {
   if (!m.inputs.empty()) o.inputs.push_back("@" + in_bundle(m.inputs));
   o.bundle_expected = in_bundle(m.expected);
   o.bundle_outputs = m.outputs;
+  if (m.sha256.empty()) std::cout << "the bundle " << o.verify << " records no checksums of its files (made before they were recorded)\n";
+  for (const auto& [name, digest] : m.sha256) {
+    const std::string got = sha256_file(in_bundle(name));
+    if (got == digest) continue;
+    std::cout << "MISMATCH file " << name << ": its SHA-256 is " << got << ", bundle.txt records " << digest << '\n';
+    o.bundle_intact = false;
+  }
   if (!o.tolerance_given) {
     o.atol = m.atol.value_or(o.atol);
     o.rtol = m.rtol.value_or(o.rtol);

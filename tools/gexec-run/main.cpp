@@ -164,6 +164,10 @@ int run(options o) {
     if (!o.model.empty() || !o.graph.empty() || !o.lib.empty() || !o.params.empty() || !o.inputs.empty() || !o.make_bundle.empty())
       fail("--verify runs the bundle's model on its inputs: give no model, --input or --make-bundle with it");
     o = read_bundle(std::move(o));
+    if (!o.bundle_intact) {
+      std::cout << "FAILED: the bundle " << o.verify << " holds files that changed since it was made; nothing was run\n";
+      return 2;
+    }
   }
   if (!o.bundle_expected.empty() && o.make_bundle.empty() && o.verify.empty()) fail("--bundle-expected goes with --make-bundle");
   if (!o.convert_params.empty()) {

@@ -32,6 +32,7 @@ struct options {
   std::string output_dir, output_file, dump_dir, trace, dot, compare_dump;
   std::vector<std::string> convert_params;
   std::string make_bundle, bundle_expected, verify;
+  bool bundle_intact = true;                ///< --verify: every file the bundle holds has its recorded checksum
   std::vector<std::string> bundle_outputs;  ///< --verify: the output names the bundle lists (its "output" lines)
   bool allow_missing = false;               ///< --compare-dump: a dump that lacks node outputs may still match
   bool tolerance_given = false;  ///< --atol or --rtol on the command line (else a bundle's own)

@@ -61,6 +61,7 @@ struct node_comparison {
   std::string problem;              ///< dtype or shape differs from the dump's; empty when they agree
   std::uint64_t count = 0;          ///< elements compared
   std::uint64_t mismatched = 0;     ///< elements beyond the tolerance
+  std::uint64_t nan_mismatched = 0; ///< of them, those NaN on one side only (max_abs is then NaN)
   std::uint64_t first_mismatch = 0; ///< the first of them (flat index)
   double max_abs = 0;               ///< largest |got - want|
   double max_rel = 0;               ///< largest |got - want| / |want| (infinity where want is 0)
@@ -135,6 +136,7 @@ struct dump_comparison {
                     static_cast<unsigned long long>(n.first_mismatch), n.max_abs, n.max_rel);
       s += line;
       if (n.is_float) s += ", max ulps " + std::to_string(n.max_ulps);
+      if (n.nan_mismatched) s += "; " + std::to_string(n.nan_mismatched) + " of them NaN on one side only";
       s += "\n";
     }
     return s;
@@ -259,6 +261,7 @@ inline void compare_tensors(const ndarray& got, const ndarray& want, compare_tol
       if (out.mismatched++ == 0) out.first_mismatch = i;
     }
     if (std::isnan(diff)) {
+      ++out.nan_mismatched;
       out.max_abs = out.max_rel = std::numeric_limits<double>::quiet_NaN();
     } else if (!std::isnan(out.max_abs)) {
       out.max_abs = std::max(out.max_abs, diff);
