@@ -21,13 +21,13 @@ namespace {
 
 gexec::ndarray floats(std::vector<float> v) {
   auto a = gexec::ndarray::empty({static_cast<std::int64_t>(v.size())}, gexec::dtype_of<float>());
-  std::memcpy(a.data(), v.data(), v.size() * sizeof(float));
+  if (!v.empty()) std::memcpy(a.data(), v.data(), v.size() * sizeof(float));
   return a;
 }
 
 std::vector<float> values(const gexec::ndarray& a) {
   std::vector<float> v(static_cast<std::size_t>(a.numel()));
-  std::memcpy(v.data(), a.data(), v.size() * sizeof(float));
+  if (!v.empty()) std::memcpy(v.data(), a.data(), v.size() * sizeof(float));
   return v;
 }
 
