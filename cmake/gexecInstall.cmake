@@ -25,6 +25,7 @@ install(FILES
   ${PROJECT_BINARY_DIR}/gexecConfigVersion.cmake
   cmake/gexecDependencies.cmake
   cmake/gexecModel.cmake
+  cmake/gexecCompilerNotes.cmake
   cmake/gexecKernelArchive.cmake
   DESTINATION ${GEXEC_CMAKE_DIR} COMPONENT devel)
 
