@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,6 +61,17 @@ void register_scale(gexec::runtime& rt, float scale) {
   });
 }
 
+
+/// The pipeline over the sample kernels with weights `w`, on runtime `rt` (which then
+/// serves gexec.test.scale at 0.5).
+gexec::model pipeline_model(const std::shared_ptr<gexec::runtime>& rt, const std::vector<float>& w) {
+  register_scale(*rt, 0.5f);
+  gexec::param_dict params;
+  params.set("w", gexec::ndarray::from_values<float>({kN}, std::span<const float>(w)));
+  gexec::model_options options;
+  options.runtime = rt;
+  return gexec::model(pipeline(), gexec::load_module(GEXEC_TEST_KERNELS), params, options);
+}
 }  // namespace
 
 TEST_CASE("many threads, one model, an executor each: 100,000 runs bit-identical to a sequential run") {
@@ -117,13 +129,8 @@ TEST_CASE("many threads, one model, an executor each: 100,000 runs bit-identical
 
 TEST_CASE("run_in_turn: threads taking turns on one executor wait instead of failing, and none starves") {
   auto rt = gexec::runtime::create({.num_threads = 2});
-  register_scale(*rt, 0.5f);
-  std::vector<float> w(kN, 1.0f);
-  gexec::param_dict params;
-  params.set("w", gexec::ndarray::from_values<float>({kN}, std::span<const float>(w)));
-  gexec::model_options options;
-  options.runtime = rt;
-  const gexec::model m(pipeline(), gexec::load_module(GEXEC_TEST_KERNELS), params, options);
+  const std::vector<float> w(kN, 1.0f);
+  const gexec::model m = pipeline_model(rt, w);
   auto ex = m.instantiate();
   ex.set_input("x", input(3));
   const auto want = expected(3, w, 0.5f);
@@ -249,13 +256,8 @@ struct reentering {
 
 TEST_CASE("calling back into the executor from the thread inside it is refused as busy, never a wait for itself") {
   auto rt = gexec::runtime::create({.num_threads = 1});
-  register_scale(*rt, 0.5f);
-  std::vector<float> w(kN, 1.0f);
-  gexec::param_dict params;
-  params.set("w", gexec::ndarray::from_values<float>({kN}, std::span<const float>(w)));
-  gexec::model_options options;
-  options.runtime = rt;
-  const gexec::model m(pipeline(), gexec::load_module(GEXEC_TEST_KERNELS), params, options);
+  const std::vector<float> w(kN, 1.0f);
+  const gexec::model m = pipeline_model(rt, w);
   auto ex = m.instantiate();
   ex.set_input("x", input(3));
   for (const bool outer_waits : {false, true})
