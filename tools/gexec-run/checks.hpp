@@ -53,7 +53,7 @@ inline bool check_expected(const std::string& spec, loaded& l, const options& o)
   return compare_arrays("output " + std::to_string(index) + " (" + info.name + ")", l.output(index), want, o);
 }
 
-// ---- modes ------------------------------------------------------------------------------
+// ---- every node against TVM's dump ---------------------------------------------------
 
 /// --compare-dump: every node's outputs against TVM's dump, as a table in graph order, then
 /// the first node beyond the tolerance in detail; false when there is one.

@@ -145,8 +145,8 @@ struct dump_comparison {
 
 namespace detail {
 
-/// Element `i` of a host tensor of a plain dtype (bool, int/uint 8-64, float16, bfloat16,
-/// float32/64), as a double.
+/// Element `i` of a host tensor of float16, bfloat16, float32 or float64, as a double
+/// (integers compare exactly: integer_element).
 inline double dump_element(const ndarray& a, std::uint64_t i) {
   const DLDataType t = a.dtype();
   const auto* p = static_cast<const unsigned char*>(a.data()) + i * element_bytes(t);
@@ -165,25 +165,8 @@ inline double dump_element(const ndarray& a, std::uint64_t i) {
     if (exponent == 31) return mantissa ? std::numeric_limits<double>::quiet_NaN() : sign * std::numeric_limits<double>::infinity();
     return sign * std::ldexp(mantissa + 1024, exponent - 25);
   }
-  if (t.code == kDLBfloat) {
-    const std::uint32_t bits = std::uint32_t{load(std::uint16_t{})} << 16;
-    return std::bit_cast<float>(bits);
-  }
-  if (t.code == kDLInt) {
-    switch (t.bits) {
-      case 8: return load(std::int8_t{});
-      case 16: return load(std::int16_t{});
-      case 32: return load(std::int32_t{});
-      default: return static_cast<double>(load(std::int64_t{}));
-    }
-  }
-  switch (t.bits) {
-    case 1:  // bool: one byte
-    case 8: return load(std::uint8_t{});
-    case 16: return load(std::uint16_t{});
-    case 32: return load(std::uint32_t{});
-    default: return static_cast<double>(load(std::uint64_t{}));
-  }
+  const std::uint32_t bits = std::uint32_t{load(std::uint16_t{})} << 16;  // bfloat16
+  return std::bit_cast<float>(bits);
 }
 
 /// The element's bits as a number that grows with the value (negative floats mirrored),
