@@ -62,10 +62,15 @@ inline payload_readers& module_payload_readers() {
 /// Where gexec reads a type key it knows, for the message when a program lacks it.
 inline std::string payload_wing_hint(std::string_view type_key) {
   if (type_key == "cuda") return "<gexec/cuda.hpp> (CMake target gexec::cuda) reads it: include it in the program";
-  if (type_key == "relax.VMExecutable") return "a Relax VM executable (TVM >= 0.20), which gexec does not run yet";
+  if (type_key == "relax.VMExecutable")
+    return "a Relax VM executable (TVM >= 0.20): <gexec/relax.hpp> runs it (gexec::relax::load_executable), not gexec::model";
   return "no gexec header reads it (gexec reads graph executor factories, host modules and the device modules of the wings "
          "a program includes: cuda)";
 }
+
+/// Type keys of modules that hold a program rather than kernels: a library carrying one
+/// loads as a kernel library, and the program is read by its own loader.
+inline bool is_program_module(std::string_view type_key) noexcept { return type_key == "relax.VMExecutable"; }
 
 }  // namespace detail
 

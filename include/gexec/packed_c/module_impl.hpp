@@ -249,7 +249,7 @@ GEXEC_DECL module load_module(const std::filesystem::path& path) {
     if (const auto bin = probe.data_symbol("__tvm_ffi__library_bin"); !bin.empty()) {
       const library_bin parsed = parse_library_bin(bin, "__tvm_ffi__library_bin of " + ctx->name);
       for (const library_bin_module& mod : parsed.modules)
-        if (mod.kind != "_lib")
+        if (mod.kind != "_lib" && !detail::is_program_module(mod.kind))
           throw error(errc::unsupported, ctx->name + " carries a \"" + mod.kind + "\" module in its __tvm_ffi__library_bin: " +
                                              (find_module_payload_reader(mod.kind) ? "gexec runs the host kernels of TVM-FFI libraries, not yet "
                                                                                      "their device modules"

@@ -1,0 +1,381 @@
+#pragma once
+// Running a Relax VM executable: relax::executable is the immutable, shared part (the
+// parsed bytecode, its constants, every function-table entry resolved to a builtin, a
+// kernel of the library or a function of the executable), checked when it is loaded;
+// relax::virtual_machine is the cheap per-thread part (register files, the storage
+// each allocation site keeps between runs) and interprets the four opcodes.
+//
+//   auto exe = gexec::relax::load_executable("model.so");    // relax.build(...).export_library
+//   gexec::relax::virtual_machine vm(exe);
+//   std::vector<gexec::ndarray> out = vm.run("main", {x});     // TVM: vm["main"](x)
+//
+// Refused when loading, with the name: a function-table entry that is no builtin gexec
+// has and no kernel of the library, a VM-TIR function (relax.build(exec_mode="compiled")),
+// storage on a device other than the host. What only a run can know (a shape the
+// function's checks refuse, a kernel that fails) is an error of that run naming the
+// function and the instruction; the virtual machine stays usable.
+
+#include "../config.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../detail/last_error.hpp"
+#include "../error.hpp"
+#include "../ndarray.hpp"
+#include "../packed_c/module.hpp"
+#include "../tvm_ffi/call.hpp"
+#include "../tvm_ffi/library_bin.hpp"
+#include "../tvm_ffi_abi.hpp"
+#include "builtins.hpp"
+#include "executable.hpp"
+#include "value.hpp"
+
+GEXEC_NAMESPACE_BEGIN
+
+namespace relax {
+
+/// What one function-table entry resolves to.
+struct callee {
+  enum class kind : std::uint8_t { builtin, kernel, function } what = kind::builtin;
+  builtin_fn fn = nullptr;  ///< builtin
+  void* kernel = nullptr;   ///< kernel: the TVM-FFI safe call __tvm_ffi_<name>
+  std::int64_t index = -1;  ///< function: its index in the table
+};
+
+/// A loaded executable: immutable, shared by every virtual_machine made from it.
+class executable {
+ public:
+  executable() = default;
+
+  /// Resolves `code` against `library` (its kernels); refuses, naming them, the entries
+  /// it cannot run.
+  static executable from(vm_executable code, module library, std::string source = "Relax VM executable") {
+    auto s = std::make_shared<state>();
+    s->source = std::move(source);
+    s->library = std::move(library);
+    s->code = std::move(code);
+    const vm_executable& ex = s->code;
+    std::vector<std::string> missing;
+    for (std::size_t i = 0; i < ex.functions.size(); ++i) {
+      const vm_function& f = ex.functions[i];
+      callee c;
+      switch (f.kind) {
+        case function_kind::vm:
+          c.what = callee::kind::function;
+          c.index = static_cast<std::int64_t>(i);
+          break;
+        case function_kind::vm_tir:
+          throw error(errc::unsupported, s->source + ": function \"" + f.name +
+                                             "\" is a VM-TIR function (relax.build(exec_mode=\"compiled\")); gexec runs the bytecode "
+                                             "form (exec_mode=\"bytecode\", relax.build's default)");
+        case function_kind::packed:
+          if (builtin_fn b = find_builtin(f.name)) {
+            c.what = callee::kind::builtin;
+            c.fn = b;
+          } else if (void* k = kernel_of(s->library, f.name)) {
+            c.what = callee::kind::kernel;
+            c.kernel = k;
+          } else {
+            missing.push_back(f.name);
+          }
+          break;
+      }
+      s->callees.push_back(c);
+    }
+    if (!missing.empty()) {
+      std::string names;
+      for (const std::string& n : missing) names += (names.empty() ? "\"" : ", \"") + n + "\"";
+      throw error(errc::symbol_not_found, s->source + " calls " + names +
+                                              ", which is neither a VM builtin gexec runs nor a kernel of the library (__tvm_ffi_<name>)");
+    }
+    check_devices(*s);
+    s->constants.reserve(ex.constants.size());
+    for (const vm_constant& c : ex.constants) s->constants.push_back(std::visit([](const auto& x) { return vm_value(x); }, c));
+    executable e;
+    e.s_ = std::move(s);
+    return e;
+  }
+
+  [[nodiscard]] const vm_executable& code() const { return require().code; }
+  [[nodiscard]] const std::string& source() const { return require().source; }
+  /// The executable's own functions (what invoke() takes), in table order.
+  [[nodiscard]] std::vector<std::string> function_names() const {
+    std::vector<std::string> names;
+    for (const vm_function& f : require().code.functions)
+      if (f.kind == function_kind::vm) names.push_back(f.name);
+    return names;
+  }
+  /// The function called `name`; errc::not_found naming those there are.
+  [[nodiscard]] const vm_function& function(std::string_view name) const {
+    const state& s = require();
+    const std::int64_t i = s.code.find_function(name);
+    if (i < 0 || s.code.functions[static_cast<std::size_t>(i)].kind != function_kind::vm) {
+      std::string have;
+      for (const std::string& n : function_names()) have += (have.empty() ? "" : ", ") + n;
+      throw error(errc::not_found, s.source + " has no function \"" + std::string(name) + "\" (it has: " + have + ")");
+    }
+    return s.code.functions[static_cast<std::size_t>(i)];
+  }
+  [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
+
+ private:
+  friend class virtual_machine;
+  struct state {
+    std::string source;
+    module library;
+    vm_executable code;
+    std::vector<callee> callees;
+    std::vector<vm_value> constants;
+  };
+
+  const state& require() const {
+    if (!s_) throw error(errc::invalid_argument, "an empty relax::executable");
+    return *s_;
+  }
+
+  static void* kernel_of(const module& library, const std::string& name) {
+    if (!library) return nullptr;
+    const packed_function f = library.get_function(name);
+    if (!f || f.fn != &gexec::detail::call_tvm_ffi) return nullptr;
+    return f.resource_handle;
+  }
+
+  /// Storage is allocated on the host, the VM's one device: an alloc_storage naming
+  /// another device index by an immediate is refused now, not at its first run.
+  static void check_devices(const state& s) {
+    const vm_executable& ex = s.code;
+    for (std::size_t pc = 0; pc < ex.code.size(); ++pc) {
+      const vm_instruction& in = ex.code[pc];
+      if (in.op != opcode::call || in.index < 0 || static_cast<std::size_t>(in.index) >= ex.functions.size()) continue;
+      if (ex.functions[static_cast<std::size_t>(in.index)].name != "vm.builtin.alloc_storage" || in.num_args < 3) continue;
+      const vm_arg device = ex.args_of(in)[2];
+      if (device.kind == arg_kind::immediate && device.value != 0 && device.value != -1)
+        throw error(errc::device_mismatch, s.source + ": instruction " + std::to_string(pc) + " allocates storage on device " +
+                                               std::to_string(device.value) + "; gexec runs Relax executables on the host (target \"llvm\")");
+    }
+  }
+
+  std::shared_ptr<const state> s_;
+};
+
+/// Reads the executable a single-file library carries (its __tvm_ffi__library_bin) and
+/// resolves it against the library's kernels.
+inline executable load_executable(const std::filesystem::path& path) {
+  module lib = load_module(path);
+  const std::span<const std::byte> bin = lib.data_symbol("__tvm_ffi__library_bin");
+  if (bin.empty())
+    throw error(errc::invalid_module, path.string() + " carries no __tvm_ffi__library_bin, so no Relax VM executable (TVM >= 0.21's "
+                                                      "export_library writes one; a graph executor library is loaded with gexec::model)");
+  const library_bin parsed = parse_library_bin(bin, "__tvm_ffi__library_bin of " + path.string());
+  const library_bin_module* found = nullptr;
+  for (const library_bin_module& m : parsed.modules)
+    if (m.kind == "relax.VMExecutable") {
+      if (found) throw error(errc::invalid_module, path.string() + " carries two Relax VM executables");
+      found = &m;
+    }
+  if (!found) throw error(errc::invalid_module, path.string() + " carries no relax.VMExecutable module");
+  return executable::from(parse_vm_executable(found->bytes, "relax.VMExecutable of " + path.string()), std::move(lib),
+                          "Relax VM executable " + path.string());
+}
+
+/// One thread's virtual machine over a shared executable.
+class virtual_machine {
+ public:
+  explicit virtual_machine(executable exe) : exe_(std::move(exe)) {
+    storage_.resize(exe_.require().code.code.size());
+  }
+
+  [[nodiscard]] const executable& get_executable() const noexcept { return exe_; }
+
+  /// Calls function `name` with `args` and returns its result (TVM: vm[name](*args)).
+  vm_value invoke(std::string_view name, std::span<const vm_value> args) {
+    const executable::state& s = exe_.require();
+    const vm_function& f = exe_.function(name);
+    return call_function(s, static_cast<std::size_t>(s.code.find_function(f.name)), args, 0);
+  }
+
+  /// Calls `name` with tensors and returns its result flattened to tensors (a tuple's
+  /// items in order, nested tuples depth first).
+  std::vector<ndarray> run(std::string_view name, std::span<const ndarray> inputs) {
+    std::vector<vm_value> args(inputs.begin(), inputs.end());
+    std::vector<ndarray> out;
+    flatten(invoke(name, args), out);
+    return out;
+  }
+  std::vector<ndarray> run(std::string_view name, std::initializer_list<ndarray> inputs) {
+    return run(name, std::span<const ndarray>(inputs.begin(), inputs.size()));
+  }
+
+  /// TVM's stateful calling convention: set_input, invoke_stateful, get_outputs.
+  void set_input(std::string_view name, std::vector<vm_value> args) {
+    const vm_function& f = exe_.function(name);
+    if (static_cast<std::int64_t>(args.size()) != f.num_args)
+      throw error(errc::invalid_argument, "function \"" + f.name + "\" takes " + std::to_string(f.num_args) + " arguments, got " + std::to_string(args.size()));
+    stateful(name).inputs = std::move(args);
+  }
+  void invoke_stateful(std::string_view name) {
+    auto& st = stateful(name);
+    if (static_cast<std::int64_t>(st.inputs.size()) != exe_.function(name).num_args)
+      throw error(errc::invalid_argument, "function \"" + std::string(name) + "\": set_input was not called");
+    st.outputs = invoke(name, st.inputs);
+  }
+  [[nodiscard]] const vm_value& get_outputs(std::string_view name) { return stateful(name).outputs; }
+
+  static void flatten(const vm_value& v, std::vector<ndarray>& out) {
+    if (const auto* t = v.get_if<ndarray>()) {
+      out.push_back(*t);
+    } else if (const auto* tup = v.get_if<vm_tuple>(); tup && *tup) {
+      for (const vm_value& x : **tup) flatten(x, out);
+    } else {
+      throw error(errc::unsupported, std::string("an output that is a ") + kind_name(v) + ", not a tensor (read it with invoke())");
+    }
+  }
+
+ private:
+  struct stateful_call {
+    std::string name;
+    std::vector<vm_value> inputs;
+    vm_value outputs;
+  };
+  stateful_call& stateful(std::string_view name) {
+    for (stateful_call& c : stateful_)
+      if (c.name == name) return c;
+    stateful_.push_back({std::string(name), {}, {}});
+    return stateful_.back();
+  }
+
+  static constexpr int max_depth = 256;
+
+  vm_value call_function(const executable::state& s, std::size_t fi, std::span<const vm_value> args, int depth) {
+    const vm_function& f = s.code.functions[fi];
+    if (static_cast<std::int64_t>(args.size()) != f.num_args)
+      throw error(errc::invalid_argument, "function \"" + f.name + "\" takes " + std::to_string(f.num_args) + " arguments (" + join(f.param_names) +
+                                              "), got " + std::to_string(args.size()));
+    if (depth > max_depth) throw error(errc::unsupported, "calls nested deeper than " + std::to_string(max_depth) + " in \"" + f.name + "\"");
+    std::vector<vm_value> regs(static_cast<std::size_t>(f.register_file_size));
+    std::copy(args.begin(), args.end(), regs.begin());
+    std::vector<vm_value> call_args;
+    std::int64_t pc = f.start_instr;
+    for (;;) {
+      const vm_instruction& in = s.code.code[static_cast<std::size_t>(pc)];
+      switch (in.op) {
+        case opcode::call: {
+          call_args.clear();
+          for (const vm_arg& a : s.code.args_of(in)) {
+            switch (a.kind) {
+              case arg_kind::reg:
+                if (a.value == void_register || a.value == vm_register) call_args.emplace_back();
+                else call_args.push_back(regs[static_cast<std::size_t>(a.value)]);
+                break;
+              case arg_kind::immediate: call_args.emplace_back(a.value); break;
+              case arg_kind::constant: call_args.push_back(s.constants[static_cast<std::size_t>(a.value)]); break;
+              case arg_kind::function: call_args.emplace_back(function_ref{a.value}); break;
+            }
+          }
+          vm_value result = call(s, f, pc, in, call_args, depth);
+          if (in.reg != void_register && in.reg != vm_register) regs[static_cast<std::size_t>(in.reg)] = std::move(result);
+          ++pc;
+          break;
+        }
+        case opcode::ret: return std::move(regs[static_cast<std::size_t>(in.reg)]);
+        case opcode::go_to: pc += in.index; break;
+        case opcode::if_false: {
+          const vm_value& c = regs[static_cast<std::size_t>(in.reg)];
+          bool taken;
+          if (const auto* b = c.get_if<bool>()) taken = *b;
+          else if (const auto* i = c.get_if<std::int64_t>()) taken = *i != 0;
+          else throw error(errc::invalid_argument, at(f, pc) + ": an If condition that is a " + kind_name(c));
+          pc += taken ? 1 : in.index;
+          break;
+        }
+      }
+    }
+  }
+
+  vm_value call(const executable::state& s, const vm_function& f, std::int64_t pc, const vm_instruction& in, std::span<const vm_value> args,
+                int depth) {
+    const callee& c = s.callees[static_cast<std::size_t>(in.index)];
+    const std::string& name = s.code.functions[static_cast<std::size_t>(in.index)].name;
+    switch (c.what) {
+      case callee::kind::builtin:
+        try {
+          return c.fn(builtin_call{args, &storage_[static_cast<std::size_t>(pc)]});
+        } catch (const error& e) {
+          throw error(e.code(), at(f, pc) + " (" + name + "): " + std::string(e.message()));
+        }
+      case callee::kind::function: return call_function(s, static_cast<std::size_t>(c.index), args, depth + 1);
+      case callee::kind::kernel: return call_kernel(c.kernel, f, pc, name, args);
+    }
+    return {};
+  }
+
+  vm_value call_kernel(void* kernel, const vm_function& f, std::int64_t pc, const std::string& name, std::span<const vm_value> args) {
+    ffi_args_.resize(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      TVMFFIAny& a = ffi_args_[i];
+      a.zero_padding = 0;
+      a.v_uint64 = 0;
+      const vm_value& x = args[i];
+      if (const auto* t = x.get_if<ndarray>()) {
+        a.type_index = ffi_dltensor_ptr;
+        a.v_ptr = const_cast<DLTensor*>(&t->dltensor());
+      } else if (const auto* n = x.get_if<std::int64_t>()) {
+        a.type_index = ffi_int;
+        a.v_int64 = *n;
+      } else if (const auto* d = x.get_if<double>()) {
+        a.type_index = ffi_float;
+        a.v_float64 = *d;
+      } else if (const auto* b = x.get_if<bool>()) {
+        a.type_index = ffi_bool;
+        a.v_int64 = *b ? 1 : 0;
+      } else if (x.is_none()) {
+        a.type_index = ffi_none;
+      } else if (const auto* dt = x.get_if<DLDataType>()) {
+        a.type_index = ffi_dtype;
+        a.v_dtype = *dt;
+      } else if (const auto* str = x.get_if<std::string>()) {
+        a.type_index = ffi_raw_str;
+        a.v_c_str = str->c_str();
+      } else {
+        throw error(errc::unsupported, at(f, pc) + " (" + name + "): argument " + std::to_string(i) + " is a " + kind_name(x) +
+                                           "; gexec passes tensors and scalars to kernels");
+      }
+    }
+    TVMFFIAny result;
+    result.type_index = ffi_none;
+    result.zero_padding = 0;
+    result.v_int64 = 0;
+    if (gexec::detail::call_ffi_kernel(kernel, ffi_args_.data(), static_cast<int>(ffi_args_.size()), &result) != 0)
+      throw error(errc::kernel_failed, at(f, pc) + ": kernel \"" + name + "\" failed: " + gexec::detail::take_last_error());
+    switch (result.type_index) {
+      case ffi_none: return {};
+      case ffi_int: return result.v_int64;
+      case ffi_bool: return result.v_int64 != 0;
+      case ffi_float: return result.v_float64;
+      default:
+        throw error(errc::unsupported, at(f, pc) + ": kernel \"" + name + "\" returned a value of TVM-FFI type " + std::to_string(result.type_index));
+    }
+  }
+
+  static std::string at(const vm_function& f, std::int64_t pc) { return "function \"" + f.name + "\", instruction " + std::to_string(pc); }
+  static std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  }
+
+  executable exe_;
+  std::vector<std::shared_ptr<vm_storage>> storage_;  ///< per instruction: what alloc_storage made there
+  std::vector<TVMFFIAny> ffi_args_;
+  std::vector<stateful_call> stateful_;
+};
+
+}  // namespace relax
+
+GEXEC_NAMESPACE_END
