@@ -142,7 +142,7 @@ inline ndarray view_over(const builtin_call& c, void* base, std::uint64_t capaci
   const auto bytes = gexec::detail::checked_byte_size(shape, dtype);
   if (!bytes) c.fail(errc::invalid_argument, "shape " + gexec::detail::shape_to_string(shape) + " is negative or overflows");
   if (offset < 0 || static_cast<std::uint64_t>(offset) > capacity || *bytes > capacity - static_cast<std::uint64_t>(offset))
-    c.fail(errc::out_of_memory, "a " + to_string(dtype) + gexec::detail::shape_to_string(shape) + " tensor at offset " + std::to_string(offset) +
+    c.fail(errc::out_of_memory, "a " + vm_dtype_name(dtype) + gexec::detail::shape_to_string(shape) + " tensor at offset " + std::to_string(offset) +
                                     " does not fit in a storage of " + std::to_string(capacity) + " bytes");
   std::vector<std::int64_t> dims = shape;
   DLTensor t{static_cast<std::byte*>(base) + offset, cpu(), static_cast<std::int32_t>(dims.size()), dtype, dims.data(), nullptr, 0};
@@ -188,7 +188,7 @@ inline vm_value check_prim_value_info(const builtin_call& c) {
   const bool ok = ((want.code == dlpack_bool_code || (want.code == kDLUInt && want.bits == 1)) && (x.get_if<bool>() || x.get_if<std::int64_t>())) ||
                   ((want.code == kDLInt || want.code == kDLUInt) && (x.get_if<std::int64_t>() || x.get_if<bool>())) ||
                   (want.code == kDLFloat && (x.get_if<double>() || x.get_if<std::int64_t>()));
-  if (!ok) c.fail(errc::invalid_argument, detail::with_context(err_ctx, ", expected dtype " + to_string(want) + ", but received a " + kind_name(x)));
+  if (!ok) c.fail(errc::invalid_argument, detail::with_context(err_ctx, ", expected dtype " + vm_dtype_name(want) + ", but received a " + kind_name(x)));
   return {};
 }
 
@@ -308,7 +308,7 @@ inline vm_value read_if_cond(const builtin_call& c) {
   const ndarray& t = c.tensor_at(0);
   const DLDataType d = t.dtype();
   if ((d.code != kDLInt && d.code != kDLUInt && d.code != dlpack_bool_code) || t.numel() < 1)
-    c.fail(errc::dtype_mismatch, "an If condition of " + to_string(d) + gexec::detail::shape_to_string(t.shape()) + " (an integer or bool scalar is)");
+    c.fail(errc::dtype_mismatch, "an If condition of " + vm_dtype_name(d) + gexec::detail::shape_to_string(t.shape()) + " (an integer or bool scalar is)");
   std::int64_t v = 0;
   switch (d.bits) {
     case 1:
@@ -316,7 +316,7 @@ inline vm_value read_if_cond(const builtin_call& c) {
     case 16: v = *static_cast<const std::int16_t*>(t.data()); break;
     case 32: v = *static_cast<const std::int32_t*>(t.data()); break;
     case 64: v = *static_cast<const std::int64_t*>(t.data()); break;
-    default: c.fail(errc::dtype_mismatch, "an If condition of " + to_string(d));
+    default: c.fail(errc::dtype_mismatch, "an If condition of " + vm_dtype_name(d));
   }
   return v != 0;
 }
@@ -340,7 +340,7 @@ inline vm_value tuple_reset_item(const builtin_call& c) {
 
 inline vm_value tensor_to_shape(const builtin_call& c) {
   const ndarray& t = c.tensor_at(0);
-  if (t.ndim() != 1 || t.dtype().code != kDLInt) c.fail(errc::invalid_argument, "tensor_to_shape of " + to_string(t.dtype()) + gexec::detail::shape_to_string(t.shape()));
+  if (t.ndim() != 1 || t.dtype().code != kDLInt) c.fail(errc::invalid_argument, "tensor_to_shape of " + vm_dtype_name(t.dtype()) + gexec::detail::shape_to_string(t.shape()));
   vm_shape s;
   const auto n = static_cast<std::size_t>(t.shape()[0]);
   for (std::size_t i = 0; i < n; ++i) {
@@ -348,7 +348,7 @@ inline vm_value tensor_to_shape(const builtin_call& c) {
       case 16: s.dims.push_back(static_cast<const std::int16_t*>(t.data())[i]); break;
       case 32: s.dims.push_back(static_cast<const std::int32_t*>(t.data())[i]); break;
       case 64: s.dims.push_back(static_cast<const std::int64_t*>(t.data())[i]); break;
-      default: c.fail(errc::invalid_argument, "tensor_to_shape of " + to_string(t.dtype()));
+      default: c.fail(errc::invalid_argument, "tensor_to_shape of " + vm_dtype_name(t.dtype()));
     }
   }
   return s;

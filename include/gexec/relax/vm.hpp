@@ -194,10 +194,13 @@ class virtual_machine {
   [[nodiscard]] const executable& get_executable() const noexcept { return exe_; }
 
   /// Calls function `name` with `args` and returns its result (TVM: vm[name](*args)).
+  /// Tensors enter and leave with gexec's dtypes (to_vm_dtype).
   vm_value invoke(std::string_view name, std::span<const vm_value> args) {
     const executable::state& s = exe_.require();
     const vm_function& f = exe_.function(name);
-    return call_function(s, static_cast<std::size_t>(s.code.find_function(f.name)), args, 0);
+    std::vector<vm_value> in(args.begin(), args.end());
+    for (vm_value& x : in) x = translate(x, &to_vm_dtype);
+    return translate(call_function(s, static_cast<std::size_t>(s.code.find_function(f.name)), in, 0), &from_vm_dtype);
   }
 
   /// Calls `name` with tensors and returns its result flattened to tensors (a tuple's
@@ -251,6 +254,23 @@ class virtual_machine {
   }
 
   static constexpr int max_depth = 256;
+
+  /// `x` with its tensors' dtypes mapped by `map` (views, where a dtype changes).
+  static vm_value translate(const vm_value& x, DLDataType (*map)(DLDataType) noexcept) {
+    if (const auto* t = x.get_if<ndarray>(); t && t->defined()) {
+      const DLDataType to = map(t->dtype());
+      if (same_dtype(to, t->dtype())) return x;
+      DLTensor d = t->dltensor();
+      d.dtype = to;
+      return ndarray::view(d, t->storage_owner());
+    }
+    if (const auto* tup = x.get_if<vm_tuple>(); tup && *tup) {
+      auto items = std::make_shared<std::vector<vm_value>>();
+      for (const vm_value& v : **tup) items->push_back(translate(v, map));
+      return vm_tuple(std::move(items));
+    }
+    return x;
+  }
 
   vm_value call_function(const executable::state& s, std::size_t fi, std::span<const vm_value> args, int depth) {
     const vm_function& f = s.code.functions[fi];

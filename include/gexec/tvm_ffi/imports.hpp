@@ -109,8 +109,12 @@ inline ffi_import_scan bind_ffi_imports(void* library, const std::string& what, 
         if (n == p.symbol) mine = &p;
       if (!mine) {
         if (dlsym(library, std::string(n).c_str())) continue;  // libtvm_ffi is loaded: its function serves
-        throw error(errc::invalid_module, what + ": it imports " + std::string(n) +
-                                              ", a TVM runtime function gexec does not provide and nothing in this process defines");
+        throw error(errc::invalid_module,
+                    what + ": it imports " + std::string(n) + ", a TVM runtime function gexec does not provide and nothing in this process defines" +
+                        (n.starts_with("TVMBackendAnyList")
+                             ? std::string(" (a Relax executable built with exec_mode=\"compiled\" calls it from its VM-TIR functions; gexec "
+                                           "runs relax.build's default, exec_mode=\"bytecode\")")
+                             : std::string()));
       }
       const auto type = static_cast<std::uint32_t>(ELF64_R_TYPE(r[i].r_info));
       const std::uintptr_t slot = base + r[i].r_offset;

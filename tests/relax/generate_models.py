@@ -1,0 +1,225 @@
+"""Relax models compiled by today's TVM (relax.build, export_library), run by TVM's own
+VM, and what gexec must make of them.
+
+    python generate_models.py OUT_DIR
+
+For each model: OUT_DIR/<name>.so (the single-file library TVM >= 0.21 exports: the
+relax.VMExecutable module beside its kernels), OUT_DIR/<name>.npz (inputs in0, in1, ...
+and the outputs TVM's relax.VirtualMachine returned, out0, out1, ... tuples flattened
+depth first) and an entry in OUT_DIR/manifest.json (and OUT_DIR/manifest.txt, the same a fact a line). Cases that gexec must refuse carry
+the error code and message parts instead of outputs.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.script import relax as R
+
+TARGET = "llvm"
+
+
+@tvm.script.ir_module
+class Mlp:
+    @R.function
+    def main(x: R.Tensor((4, 16), "float32"), w1: R.Tensor((32, 16), "float32"), b1: R.Tensor((32,), "float32"),
+             w2: R.Tensor((8, 32), "float32"), b2: R.Tensor((8,), "float32")) -> R.Tensor((4, 8), "float32"):
+        with R.dataflow():
+            h = R.nn.relu(R.add(R.matmul(x, R.permute_dims(w1)), b1))
+            y = R.add(R.matmul(h, R.permute_dims(w2)), b2)
+            R.output(y)
+        return y
+
+
+@tvm.script.ir_module
+class ConvNet:
+    @R.function
+    def main(x: R.Tensor((1, 3, 16, 16), "float32"), w: R.Tensor((8, 3, 3, 3), "float32"), gamma: R.Tensor((8,), "float32"),
+             beta: R.Tensor((8,), "float32"), mean: R.Tensor((8,), "float32"), var: R.Tensor((8,), "float32"),
+             fw: R.Tensor((10, 8), "float32"), fb: R.Tensor((10,), "float32")) -> R.Tensor((1, 10), "float32"):
+        with R.dataflow():
+            c = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])
+            bn = R.nn.batch_norm(c, gamma, beta, mean, var, axis=1)
+            r = R.nn.relu(bn[0])
+            p = R.nn.max_pool2d(r, pool_size=[2, 2], strides=[2, 2])
+            g = R.mean(p, axis=[2, 3])
+            y = R.add(R.matmul(g, R.permute_dims(fw)), fb)
+            R.output(y)
+        return y
+
+
+@tvm.script.ir_module
+class Attention:
+    @R.function
+    def main(x: R.Tensor((8, 16), "float32"), wq: R.Tensor((16, 16), "float32"), wk: R.Tensor((16, 16), "float32"),
+             wv: R.Tensor((16, 16), "float32")) -> R.Tensor((8, 16), "float32"):
+        with R.dataflow():
+            q = R.matmul(x, wq)
+            k = R.matmul(x, wk)
+            v = R.matmul(x, wv)
+            s = R.multiply(R.matmul(q, R.permute_dims(k)), R.const(0.25, "float32"))
+            a = R.nn.softmax(s, axis=-1)
+            y = R.add(R.matmul(a, v), x)
+            R.output(y)
+        return y
+
+
+@tvm.script.ir_module
+class Int8:
+    @R.function
+    def main(x: R.Tensor((4, 16), "int8"), w: R.Tensor((16, 8), "int8")) -> R.Tensor((4, 8), "int32"):
+        with R.dataflow():
+            y = R.matmul(R.astype(x, "int32"), R.astype(w, "int32"))
+            z = R.maximum(y, R.const(0, "int32"))
+            R.output(z)
+        return z
+
+
+@tvm.script.ir_module
+class Float16:
+    @R.function
+    def main(x: R.Tensor((4, 16), "float16"), w: R.Tensor((16, 8), "float16")) -> R.Tensor((4, 8), "float16"):
+        with R.dataflow():
+            y = R.nn.relu(R.matmul(x, w))
+            R.output(y)
+        return y
+
+
+@tvm.script.ir_module
+class TupleOut:
+    @R.function
+    def main(x: R.Tensor((4, 8), "float32"), y: R.Tensor((4, 8), "float32")) -> R.Tuple(R.Tensor((4, 8), "float32"), R.Tuple(R.Tensor((4, 8), "float32"), R.Tensor((8, 4), "float32"))):
+        with R.dataflow():
+            a = R.add(x, y)
+            b = R.multiply(x, y)
+            c = R.permute_dims(a)
+            out = (a, (b, c))
+            R.output(out)
+        return out
+
+
+@tvm.script.ir_module
+class TwoFunctions:
+    @R.function
+    def main(x: R.Tensor((4, 8), "float32")) -> R.Tensor((4, 8), "float32"):
+        with R.dataflow():
+            y = R.add(x, R.const(1, "float32"))
+            R.output(y)
+        return y
+
+    @R.function
+    def scale(x: R.Tensor((4, 8), "float32"), s: R.Tensor((), "float32")) -> R.Tensor((4, 8), "float32"):
+        with R.dataflow():
+            y = R.multiply(x, s)
+            R.output(y)
+        return y
+
+
+@tvm.script.ir_module
+class IfElse:
+    @R.function
+    def main(x: R.Tensor((4, 8), "float32"), flag: R.Tensor((), "bool")) -> R.Tensor((4, 8), "float32"):
+        if flag:
+            y = R.add(x, x)
+        else:
+            y = R.multiply(x, x)
+        return y
+
+
+@tvm.script.ir_module
+class DynamicBatch:
+    @R.function
+    def main(x: R.Tensor(("n", 16), "float32"), w: R.Tensor((16, 8), "float32")) -> R.Tensor(("n", 8), "float32"):
+
+        with R.dataflow():
+            y = R.nn.relu(R.matmul(x, w))
+            R.output(y)
+        return y
+
+
+def flatten(value, out):
+    if isinstance(value, (tvm.runtime.Tensor,)) or hasattr(value, "numpy"):
+        out.append(value.numpy())
+    else:
+        for item in value:
+            flatten(item, out)
+    return out
+
+
+def bind_constants(mod, names, arrays):
+    """Weights as constants of the executable: the function's trailing parameters bound."""
+    params = {n: tvm.runtime.tensor(a) for n, a in zip(names, arrays)}
+    return relax.transform.BindParams("main", params)(mod)
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(20)
+    dev = tvm.cpu()
+    cases = []
+
+    def f32(*shape):
+        return rng.standard_normal(shape).astype("float32")
+
+    def build(name, mod, function, inputs, runs=None, exec_mode="bytecode"):
+        """Builds `mod`, runs `function` on each input list with TVM's VM, records the case."""
+        lib_path = name + ".so"
+        ex = relax.build(mod, target=TARGET, exec_mode=exec_mode)
+        ex.export_library(os.path.join(out, lib_path))
+        vm = relax.VirtualMachine(tvm.runtime.load_module(os.path.join(out, lib_path)), dev)
+        for k, args in enumerate(runs or [inputs]):
+            result = vm[function](*[tvm.runtime.tensor(a) for a in args])
+            outs = flatten(result, [])
+            data = name if k == 0 else "%s_%d" % (name, k)
+            arrays = {"in%d" % i: a for i, a in enumerate(args)}
+            arrays.update({"out%d" % i: o for i, o in enumerate(outs)})
+            np.savez(os.path.join(out, data + ".npz"), **arrays)
+            cases.append({"name": data, "library": lib_path, "function": function, "data": data + ".npz",
+                          "inputs": len(args), "outputs": len(outs)})
+
+    x = f32(4, 16)
+    w1, b1, w2, b2 = f32(32, 16), f32(32), f32(8, 32), f32(8)
+    build("mlp", Mlp, "main", [x, w1, b1, w2, b2])
+    build("mlp_constants", bind_constants(Mlp, ["w1", "b1", "w2", "b2"], [w1, b1, w2, b2]), "main", [x])
+
+    conv = [f32(1, 3, 16, 16), f32(8, 3, 3, 3), f32(8), f32(8), f32(8), np.abs(f32(8)) + 0.5, f32(10, 8), f32(10)]
+    build("convnet", ConvNet, "main", conv)
+    build("convnet_constants", bind_constants(ConvNet, ["w", "gamma", "beta", "mean", "var", "fw", "fb"], conv[1:]), "main", conv[:1])
+
+    build("attention", Attention, "main", [f32(8, 16), f32(16, 16) * 0.25, f32(16, 16) * 0.25, f32(16, 16) * 0.25])
+    build("int8", Int8, "main", [rng.integers(-128, 128, (4, 16)).astype("int8"), rng.integers(-128, 128, (16, 8)).astype("int8")])
+    build("float16", Float16, "main", [f32(4, 16).astype("float16"), f32(16, 8).astype("float16")])
+    build("tuple_out", TupleOut, "main", [f32(4, 8), f32(4, 8)])
+    build("two_functions", TwoFunctions, "main", [f32(4, 8)])
+    build("two_functions_scale", TwoFunctions, "scale", [f32(4, 8), np.array(1.5, dtype="float32")])
+    xi = f32(4, 8)
+    build("if_else", IfElse, "main", None, runs=[[xi, np.array(True)], [xi, np.array(False)]])
+    wd = f32(16, 8)
+    build("dynamic_batch", DynamicBatch, "main", None, runs=[[f32(1, 16), wd], [f32(5, 16), wd], [f32(32, 16), wd]])
+
+    # Refused at load: the VM-TIR form (exec_mode="compiled"), whose functions call TVM's
+    # runtime (TVMBackendAnyList*) from compiled code.
+    relax.build(TwoFunctions, target=TARGET, exec_mode="compiled").export_library(os.path.join(out, "compiled_mode.so"))
+    cases.append({"name": "compiled_mode", "library": "compiled_mode.so", "function": "main",
+                  "error": {"code": "invalid_module", "parts": ["TVMBackendAnyList", "exec_mode=\"compiled\""]}})
+
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump({"tvm": tvm.__version__, "cases": cases}, f, indent=1)
+    # The same, one line a fact, for the C++ suite (no JSON parser needed there).
+    with open(os.path.join(out, "manifest.txt"), "w") as f:
+        for c in cases:
+            f.write("case %s %s %s\n" % (c["name"], c["library"], c["function"]))
+            if "error" in c:
+                f.write("error %s\n" % c["error"]["code"])
+                for part in c["error"]["parts"]:
+                    f.write("contains %s\n" % part)
+            else:
+                f.write("data %s %d %d\n" % (c["data"], c["inputs"], c["outputs"]))
+    print("wrote %d cases to %s" % (len(cases), out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
