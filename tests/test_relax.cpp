@@ -374,3 +374,69 @@ TEST_CASE("builtins refuse what does not fit: a tensor past its storage, a resha
   refused([&] { (void)vm.invoke("main", std::vector<rx::vm_value>{std::int64_t{0}}); }, gexec::errc::shape_mismatch,
           "reshape of [4] to [5]: the element counts differ");
 }
+
+TEST_CASE("a static straight-line function runs as a gexec graph, with the interpreter's results, and says why when it cannot") {
+  // main(x: float32[4]) -> (reshape(x + 1, [2, 2]), x): every shape a constant.
+  builder b;
+  const auto f32 = b.constant(gexec::dtypes::float32);
+  const auto ctx = b.constant(std::string("ErrorContext(fn=main, loc=param[0], param=x) "));
+  const auto bytes = b.constant(rx::vm_shape{{16}});
+  const auto u8 = b.constant(gexec::dtypes::uint8);
+  const auto four = b.constant(rx::vm_shape{{4}});
+  const auto two_by_two = b.constant(rx::vm_shape{{2, 2}});
+  const auto fn = b.begin("main", {"x"}, 6);
+  b.call("vm.builtin.check_tensor_info", {reg(0), imm(1), con(f32), con(ctx)});
+  b.call("vm.builtin.match_shape", {reg(0), none, imm(1), imm(0), imm(4), con(ctx)});
+  b.call("vm.builtin.alloc_storage", {vm_ctx, con(bytes), imm(0), con(u8), none}, 1);
+  b.call("vm.builtin.alloc_tensor", {reg(1), imm(0), con(four), con(f32)}, 2);
+  b.call("vm.builtin.null_value", {}, 1);
+  b.call("ffi_add_one", {reg(0), reg(2)});
+  b.call("vm.builtin.reshape", {reg(2), con(two_by_two)}, 3);
+  b.call("vm.builtin.make_tuple", {reg(3), reg(0)}, 4);
+  b.ret(4);
+  b.end(fn);
+
+  const rx::executable graph = rx::executable::from(b.parsed(), ffi_kernels(), "static");
+  const rx::executable interpreted = rx::executable::from(b.parsed(), ffi_kernels(), "static", {.graphs = false});
+  REQUIRE_MESSAGE(graph.graph_of("main") != nullptr, graph.interpreted_because("main"));
+  CHECK(interpreted.graph_of("main") == nullptr);
+  CHECK(interpreted.interpreted_because("main") == "graphs are off (executable_options::graphs)");
+  // One kernel node and the reshape's alias, between the input and the outputs.
+  const gexec::compact_graph& g = graph.graph_of("main")->model.compact();
+  CHECK(g.num_nodes() == 3);
+  CHECK(g.func_name(1) == "ffi_add_one");
+  CHECK(g.func_name(2) == "__nop");
+
+  const auto x = gexec::ndarray::from_values<float>({4}, {1.f, 2.f, 3.f, 4.f});
+  for (const rx::executable* exe : {&graph, &interpreted}) {
+    rx::virtual_machine vm(*exe);
+    for (int round = 0; round < 2; ++round) {
+      const auto out = vm.run("main", {x});
+      REQUIRE(out.size() == 2);
+      CHECK(std::vector<std::int64_t>(out[0].shape().begin(), out[0].shape().end()) == std::vector<std::int64_t>{2, 2});
+      CHECK(std::vector<float>(out[0].values<float>().begin(), out[0].values<float>().end()) == std::vector<float>{2.f, 3.f, 4.f, 5.f});
+      CHECK(std::vector<float>(out[1].values<float>().begin(), out[1].values<float>().end()) == std::vector<float>{1.f, 2.f, 3.f, 4.f});
+    }
+    refused([&] { (void)vm.run("main", {gexec::ndarray::empty({5}, gexec::dtypes::float32)}); }, gexec::errc::shape_mismatch, "5");
+  }
+  // The graph's outputs are copies: a kept result survives the next run.
+  rx::virtual_machine vm(graph);
+  const auto first = vm.run("main", {x});
+  (void)vm.run("main", {gexec::ndarray::from_values<float>({4}, {0.f, 0.f, 0.f, 0.f})});
+  CHECK(first[0].values<float>()[3] == 5.f);
+
+  // A weight bound by name: the caller passes nothing, the function is still a graph.
+  gexec::param_dict weights;
+  weights.set("x", x);
+  const rx::executable bound = rx::executable::from(b.parsed(), ffi_kernels(), "bound", {.params = weights});
+  CHECK(bound.graph_of("main") != nullptr);
+  CHECK(bound.input_names("main").empty());
+  rx::virtual_machine bvm(bound);
+  CHECK(bvm.run("main", {})[0].values<float>()[0] == 2.f);
+  refused([&] { (void)bvm.run("main", {x}); }, gexec::errc::invalid_argument, "takes 0 arguments (), got 1 (the others are weights bound when it was loaded)");
+
+  // Shapes known only at run time stay interpreted, with the reason.
+  const rx::executable dynamic = rx::executable::from(add_one_program().parsed(), ffi_kernels(), "dynamic");
+  CHECK(dynamic.graph_of("main") == nullptr);
+  CHECK(dynamic.interpreted_because("main") == "argument \"x\" has no static shape and dtype (no check fixes them)");
+}

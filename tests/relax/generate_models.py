@@ -17,6 +17,7 @@ import sys
 import numpy as np
 import tvm
 from tvm import relax
+from tvm.relax.frontend import nn
 from tvm.script import relax as R
 
 TARGET = "llvm"
@@ -140,6 +141,36 @@ class DynamicBatch:
         return y
 
 
+class NnMlp(nn.Module):
+    """A model as nn.Module.export_tvm gives it: the weights are arguments after the input."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(nn.relu(self.fc1(x)))
+
+
+def write_safetensors(path, arrays):
+    """A .safetensors file (8-byte header length, JSON header, data), written by hand."""
+    names = {"float32": "F32", "float16": "F16", "int8": "I8", "int32": "I32"}
+    header, offset, blobs = {}, 0, []
+    for name, a in arrays.items():
+        b = np.ascontiguousarray(a).tobytes()
+        header[name] = {"dtype": names[str(a.dtype)], "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
+        offset += len(b)
+        blobs.append(b)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
 def flatten(value, out):
     if isinstance(value, (tvm.runtime.Tensor,)) or hasattr(value, "numpy"):
         out.append(value.numpy())
@@ -164,23 +195,37 @@ def main(out):
     def f32(*shape):
         return rng.standard_normal(shape).astype("float32")
 
-    def build(name, mod, function, inputs, runs=None, exec_mode="bytecode"):
-        """Builds `mod`, runs `function` on each input list with TVM's VM, records the case."""
+    def build(name, mod, function, inputs, runs=None, exec_mode="bytecode", weights=None):
+        """Builds `mod`, runs `function` on each input list with TVM's VM, records the case.
+        `weights` (name -> array) are passed after the inputs and written to parameter
+        files (TVM's blob and .safetensors) that gexec binds by name."""
         lib_path = name + ".so"
         ex = relax.build(mod, target=TARGET, exec_mode=exec_mode)
         ex.export_library(os.path.join(out, lib_path))
         vm = relax.VirtualMachine(tvm.runtime.load_module(os.path.join(out, lib_path)), dev)
+        params = []
+        if weights:
+            with open(os.path.join(out, name + ".params"), "wb") as f:
+                f.write(tvm.runtime.save_param_dict({k: tvm.runtime.tensor(v) for k, v in weights.items()}))
+            write_safetensors(os.path.join(out, name + ".safetensors"), weights)
+            params = [name + ".params", name + ".safetensors"]
         for k, args in enumerate(runs or [inputs]):
-            result = vm[function](*[tvm.runtime.tensor(a) for a in args])
+            result = vm[function](*[tvm.runtime.tensor(a) for a in list(args) + list((weights or {}).values())])
             outs = flatten(result, [])
             data = name if k == 0 else "%s_%d" % (name, k)
             arrays = {"in%d" % i: a for i, a in enumerate(args)}
             arrays.update({"out%d" % i: o for i, o in enumerate(outs)})
             np.savez(os.path.join(out, data + ".npz"), **arrays)
-            cases.append({"name": data, "library": lib_path, "function": function, "data": data + ".npz",
-                          "inputs": len(args), "outputs": len(outs)})
+            for p in params or [None]:
+                case = {"name": data + ("" if p is None else "/" + p.split(".")[-1]), "library": lib_path, "function": function,
+                        "data": data + ".npz", "inputs": len(args), "outputs": len(outs)}
+                if p:
+                    case["params"] = p
+                cases.append(case)
 
     x = f32(4, 16)
+    nn_mod, nn_spec = NnMlp().export_tvm(spec={"forward": {"x": nn.spec.Tensor((4, 16), "float32")}})
+    build("nn_mlp", nn_mod, "forward", [x], weights={n: f32(*[int(d) for d in p.shape]) for n, p in nn_spec})
     w1, b1, w2, b2 = f32(32, 16), f32(32), f32(8, 32), f32(8)
     build("mlp", Mlp, "main", [x, w1, b1, w2, b2])
     build("mlp_constants", bind_constants(Mlp, ["w1", "b1", "w2", "b2"], [w1, b1, w2, b2]), "main", [x])
@@ -218,6 +263,8 @@ def main(out):
                     f.write("contains %s\n" % part)
             else:
                 f.write("data %s %d %d\n" % (c["data"], c["inputs"], c["outputs"]))
+                if "params" in c:
+                    f.write("params %s\n" % c["params"])
     print("wrote %d cases to %s" % (len(cases), out))
 
 

@@ -13,6 +13,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <gexec/debug/profile.hpp>
 #include <gexec/npz.hpp>
 #include <gexec/relax.hpp>
 
@@ -37,7 +38,7 @@ fs::path suite_dir() {
 }
 
 struct suite_case {
-  std::string name, library, function, data;
+  std::string name, library, function, data, params;
   int inputs = 0, outputs = 0;
   std::string error_code;
   std::vector<std::string> error_parts;
@@ -59,6 +60,7 @@ std::vector<suite_case> read_manifest(const fs::path& file) {
     REQUIRE_MESSAGE(!cases.empty(), "manifest line before any case: " << line);
     suite_case& c = cases.back();
     if (key == "data") words >> c.data >> c.inputs >> c.outputs;
+    else if (key == "params") words >> c.params;
     else if (key == "error") words >> c.error_code;
     else if (key == "contains") c.error_parts.push_back(line.substr(std::string("contains ").size()));
   }
@@ -99,7 +101,7 @@ void check_identical(const std::string& at, const gexec::ndarray& got, const gex
 TEST_CASE("Relax executables from today's TVM: every output bit-identical to TVM's VM, refusals with their messages") {
   const fs::path dir = suite_dir();
   const auto cases = read_manifest(dir / "manifest.txt");
-  REQUIRE(cases.size() >= 15);
+  REQUIRE(cases.size() >= 17);
   std::map<std::string, gexec::relax::executable> loaded;
   for (const suite_case& c : cases) {
     CAPTURE(c.name);
@@ -114,8 +116,10 @@ TEST_CASE("Relax executables from today's TVM: every output bit-identical to TVM
       }
       continue;
     }
-    auto it = loaded.find(c.library);
-    if (it == loaded.end()) it = loaded.emplace(c.library, gexec::relax::load_executable(dir / c.library)).first;
+    const std::string key = c.library + " " + c.params;
+    auto it = loaded.find(key);
+    if (it == loaded.end())
+      it = loaded.emplace(key, c.params.empty() ? gexec::relax::load_executable(dir / c.library) : gexec::relax::load_executable(dir / c.library, dir / c.params)).first;
     const case_data d = read_data(dir / c.data, c);
     gexec::relax::virtual_machine vm(it->second);
     // Twice: the second run reuses the storage of the first.
@@ -130,7 +134,7 @@ TEST_CASE("Relax executables from today's TVM: every output bit-identical to TVM
 TEST_CASE("outputs a caller keeps are not overwritten by the next run") {
   const fs::path dir = suite_dir();
   const auto exe = gexec::relax::load_executable(dir / "dynamic_batch.so");
-  suite_case c{"dynamic_batch", "", "main", "", 2, 1, {}, {}};
+  suite_case c{"dynamic_batch", "", "main", "", "", 2, 1, {}, {}};
   const case_data a = read_data(dir / "dynamic_batch.npz", c);
   const case_data b = read_data(dir / "dynamic_batch_1.npz", c);
   gexec::relax::virtual_machine vm(exe);
@@ -143,7 +147,7 @@ TEST_CASE("outputs a caller keeps are not overwritten by the next run") {
 TEST_CASE("one executable, a virtual machine per thread") {
   const fs::path dir = suite_dir();
   const auto exe = gexec::relax::load_executable(dir / "convnet.so");
-  suite_case c{"convnet", "", "main", "", 8, 1, {}, {}};
+  suite_case c{"convnet", "", "main", "", "", 8, 1, {}, {}};
   const case_data d = read_data(dir / "convnet.npz", c);
   std::vector<int> same(2, 0);
   std::vector<std::thread> threads;
@@ -163,7 +167,7 @@ TEST_CASE("one executable, a virtual machine per thread") {
 TEST_CASE("what a run refuses: a wrong shape or dtype, a missing function, the wrong argument count; the VM stays usable") {
   const fs::path dir = suite_dir();
   const auto exe = gexec::relax::load_executable(dir / "mlp.so");
-  suite_case c{"mlp", "", "main", "", 5, 1, {}, {}};
+  suite_case c{"mlp", "", "main", "", "", 5, 1, {}, {}};
   const case_data d = read_data(dir / "mlp.npz", c);
   gexec::relax::virtual_machine vm(exe);
   auto fails = [&](std::vector<gexec::ndarray> inputs, const char* function, gexec::errc code, const char* part) {
@@ -178,14 +182,43 @@ TEST_CASE("what a run refuses: a wrong shape or dtype, a missing function, the w
   };
   auto wrong_shape = d.inputs;
   wrong_shape[0] = gexec::ndarray::empty({4, 15}, gexec::dtypes::float32);
-  fails(wrong_shape, "main", gexec::errc::shape_mismatch, "shape[1] is 15, expected 16");
+  fails(wrong_shape, "main", gexec::errc::shape_mismatch, "argument 0 (\"x\"): expect Tensor with shape [4, 16] but get [4, 15]");
   auto wrong_dtype = d.inputs;
   wrong_dtype[0] = gexec::ndarray::empty({4, 16}, gexec::dtypes::float64);
   fails(wrong_dtype, "main", gexec::errc::dtype_mismatch, "expect Tensor with dtype float32 but get float64");
-  fails({d.inputs[0]}, "main", gexec::errc::invalid_argument, "takes 5 arguments");
+  fails({d.inputs[0]}, "main", gexec::errc::invalid_argument, "takes 5 arguments (x, w1, b1, w2, b2), got 1");
   fails(d.inputs, "nope", gexec::errc::not_found, "has no function \"nope\" (it has: main)");
   const auto out = vm.run("main", d.inputs);
   check_identical("after the refusals", out.at(0), d.outputs[0]);
+}
+
+TEST_CASE("static functions run as gexec graphs (the profiler lists their kernels); If, dynamic shapes and unbound weights are interpreted") {
+  const fs::path dir = suite_dir();
+  for (const char* lib : {"mlp.so", "mlp_constants.so", "convnet.so", "convnet_constants.so", "attention.so", "int8.so", "float16.so", "tuple_out.so"}) {
+    CAPTURE(lib);
+    const auto exe = gexec::relax::load_executable(dir / lib);
+    CHECK_MESSAGE(exe.graph_of("main") != nullptr, exe.interpreted_because("main"));
+  }
+  const auto ifs = gexec::relax::load_executable(dir / "if_else.so");
+  CHECK(ifs.interpreted_because("main").find("control flow") != std::string::npos);
+  const auto dynamic = gexec::relax::load_executable(dir / "dynamic_batch.so");
+  CHECK(dynamic.interpreted_because("main") == "argument \"x\" has no static shape and dtype (no check fixes them)");
+  // nn.Module's weights are unchecked arguments: bound from a file, the function is a graph.
+  CHECK(gexec::relax::load_executable(dir / "nn_mlp.so").graph_of("forward") == nullptr);
+  const auto bound = gexec::relax::load_executable(dir / "nn_mlp.so", dir / "nn_mlp.safetensors");
+  CHECK(bound.graph_of("forward") != nullptr);
+  CHECK(bound.input_names("forward") == std::vector<std::string>{"x"});
+
+  const auto exe = gexec::relax::load_executable(dir / "convnet_constants.so");
+  gexec::relax::virtual_machine vm(exe);
+  suite_case c{"convnet_constants", "", "main", "", "", 1, 1, {}, {}};
+  const case_data d = read_data(dir / "convnet_constants.npz", c);
+  (void)vm.run("main", d.inputs);
+  auto& ex = vm.graph_executor("main");
+  const gexec::profile_report report = gexec::profile(ex);
+  const std::string table = report.table();
+  MESSAGE(table);
+  for (const char* kernel : {"conv2d", "max_pool2d"}) CHECK_MESSAGE(table.find(kernel) != std::string::npos, "missing: " << kernel);
 }
 
 int main(int argc, char** argv) {

@@ -27,13 +27,18 @@
 
 #include "../detail/last_error.hpp"
 #include "../error.hpp"
+#include "../model.hpp"
 #include "../ndarray.hpp"
+#include "../backends/cpu.hpp"
+#include "../packed_c/binding.hpp"
 #include "../packed_c/module.hpp"
+#include "../planners/liveness.hpp"
 #include "../tvm_ffi/call.hpp"
 #include "../tvm_ffi/library_bin.hpp"
 #include "../tvm_ffi_abi.hpp"
 #include "builtins.hpp"
 #include "executable.hpp"
+#include "to_graph.hpp"
 #include "value.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -48,6 +53,24 @@ struct callee {
   std::int64_t index = -1;  ///< function: its index in the table
 };
 
+struct executable_options {
+  /// Functions that are a straight line over static shapes run as gexec graphs
+  /// (to_graph.hpp); off, every function is interpreted.
+  bool graphs = true;
+  /// Options of the graph models (devices are the host's; a planner left empty is liveness).
+  model_options model = {};
+  /// Weights bound by argument name, once for every virtual machine: the functions of
+  /// nn.Module.export_tvm take their parameters as arguments, which callers then no
+  /// longer pass (load_executable(library, params_file) reads them from a file).
+  param_dict params = {};
+};
+
+/// A function translated to a graph, and the model it runs on.
+struct graph_program {
+  graph_function function;
+  gexec::model model;
+};
+
 /// A loaded executable: immutable, shared by every virtual_machine made from it.
 class executable {
  public:
@@ -55,7 +78,7 @@ class executable {
 
   /// Resolves `code` against `library` (its kernels); refuses, naming them, the entries
   /// it cannot run.
-  static executable from(vm_executable code, module library, std::string source = "Relax VM executable") {
+  static executable from(vm_executable code, module library, std::string source = "Relax VM executable", executable_options options = {}) {
     auto s = std::make_shared<state>();
     s->source = std::move(source);
     s->library = std::move(library);
@@ -97,6 +120,36 @@ class executable {
     check_devices(*s);
     s->constants.reserve(ex.constants.size());
     for (const vm_constant& c : ex.constants) s->constants.push_back(std::visit([](const auto& x) { return vm_value(x); }, c));
+    s->graphs.resize(ex.functions.size());
+    s->interpreted.resize(ex.functions.size());
+    s->bound.resize(ex.functions.size());
+    s->free.resize(ex.functions.size());
+    for (std::size_t i = 0; i < ex.functions.size(); ++i) {
+      if (ex.functions[i].kind != function_kind::vm) continue;
+      const vm_function& f = ex.functions[i];
+      s->bound[i].resize(f.param_names.size());
+      for (std::size_t a = 0; a < f.param_names.size(); ++a) {
+        if (const ndarray* w = options.params.find(f.param_names[a])) {
+          if (w->device().device_type != kDLCPU) throw error(errc::device_mismatch, "weight \"" + f.param_names[a] + "\" is not on the host");
+          DLTensor t = w->dltensor();
+          t.dtype = to_vm_dtype(t.dtype);
+          s->bound[i][a] = ndarray::view(t, w->storage_owner());
+        } else {
+          s->free[i].push_back(a);
+        }
+      }
+      if (!options.graphs) {
+        s->interpreted[i] = "graphs are off (executable_options::graphs)";
+        continue;
+      }
+      std::optional<graph_function> g = to_graph(ex, ex.functions[i], s->bound[i], s->interpreted[i]);
+      if (!g) continue;
+      model_options mo = options.model;
+      if (!mo.planner) mo.planner = liveness{};
+      validated_graph graph = g->graph;
+      const param_dict params = g->params;
+      s->graphs[i] = std::make_shared<const graph_program>(graph_program{std::move(*g), gexec::model(std::move(graph), s->library, params, std::move(mo))});
+    }
     executable e;
     e.s_ = std::move(s);
     return e;
@@ -124,6 +177,22 @@ class executable {
   }
   [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
 
+  /// Function `name` as a graph model (for gexec's profiler, observers and per-node dumps),
+  /// or null where it is interpreted.
+  [[nodiscard]] const graph_program* graph_of(std::string_view name) const {
+    return require().graphs[index_of(name)].get();
+  }
+  /// The arguments a caller passes to function `name` (those no weight is bound to).
+  [[nodiscard]] std::vector<std::string> input_names(std::string_view name) const {
+    const state& s = require();
+    const std::size_t fi = index_of(name);
+    std::vector<std::string> names;
+    for (std::size_t a : s.free[fi]) names.push_back(s.code.functions[fi].param_names[a]);
+    return names;
+  }
+  /// Why function `name` is interpreted ("" where it runs as a graph).
+  [[nodiscard]] const std::string& interpreted_because(std::string_view name) const { return require().interpreted[index_of(name)]; }
+
  private:
   friend class virtual_machine;
   struct state {
@@ -132,7 +201,16 @@ class executable {
     vm_executable code;
     std::vector<callee> callees;
     std::vector<vm_value> constants;
+    std::vector<std::shared_ptr<const graph_program>> graphs;  ///< per function; null: interpreted
+    std::vector<std::string> interpreted;                       ///< per VM function interpreted: why
+    std::vector<std::vector<ndarray>> bound;                    ///< per function, per argument: its weight, where bound
+    std::vector<std::vector<std::size_t>> free;                 ///< per function: the arguments callers pass
   };
+
+  std::size_t index_of(std::string_view name) const {
+    const vm_function& f = function(name);
+    return static_cast<std::size_t>(require().code.find_function(f.name));
+  }
 
   const state& require() const {
     if (!s_) throw error(errc::invalid_argument, "an empty relax::executable");
@@ -166,7 +244,7 @@ class executable {
 
 /// Reads the executable a single-file library carries (its __tvm_ffi__library_bin) and
 /// resolves it against the library's kernels.
-inline executable load_executable(const std::filesystem::path& path) {
+inline executable load_executable(const std::filesystem::path& path, executable_options options = {}) {
   module lib = load_module(path);
   const std::span<const std::byte> bin = lib.data_symbol("__tvm_ffi__library_bin");
   if (bin.empty())
@@ -181,7 +259,14 @@ inline executable load_executable(const std::filesystem::path& path) {
     }
   if (!found) throw error(errc::invalid_module, path.string() + " carries no relax.VMExecutable module");
   return executable::from(parse_vm_executable(found->bytes, "relax.VMExecutable of " + path.string()), std::move(lib),
-                          "Relax VM executable " + path.string());
+                          "Relax VM executable " + path.string(), std::move(options));
+}
+
+/// The same, with weights read from a parameter file (TVM's blob or .safetensors) bound
+/// to the arguments of their names.
+inline executable load_executable(const std::filesystem::path& path, const std::filesystem::path& params_file, executable_options options = {}) {
+  for (const auto& [name, tensor] : load_param_dict_file(params_file)) options.params.set(name, tensor);
+  return load_executable(path, std::move(options));
 }
 
 /// One thread's virtual machine over a shared executable.
@@ -189,6 +274,7 @@ class virtual_machine {
  public:
   explicit virtual_machine(executable exe) : exe_(std::move(exe)) {
     storage_.resize(exe_.require().code.code.size());
+    executors_.resize(exe_.require().code.functions.size());
   }
 
   [[nodiscard]] const executable& get_executable() const noexcept { return exe_; }
@@ -198,9 +284,37 @@ class virtual_machine {
   vm_value invoke(std::string_view name, std::span<const vm_value> args) {
     const executable::state& s = exe_.require();
     const vm_function& f = exe_.function(name);
-    std::vector<vm_value> in(args.begin(), args.end());
-    for (vm_value& x : in) x = translate(x, &to_vm_dtype);
-    return translate(call_function(s, static_cast<std::size_t>(s.code.find_function(f.name)), in, 0), &from_vm_dtype);
+    const auto fi = static_cast<std::size_t>(s.code.find_function(f.name));
+    const std::vector<std::size_t>& free = s.free[fi];
+    if (args.size() != free.size()) {
+      std::string names;
+      for (std::size_t a : free) names += (names.empty() ? "" : ", ") + f.param_names[a];
+      throw error(errc::invalid_argument, "function \"" + f.name + "\" takes " + std::to_string(free.size()) + " arguments (" + names + "), got " +
+                                              std::to_string(args.size()) +
+                                              (free.size() < f.param_names.size() ? " (the others are weights bound when it was loaded)" : ""));
+    }
+    std::vector<vm_value> in;
+    in.reserve(args.size());
+    for (const vm_value& x : args) in.push_back(translate(x, &to_vm_dtype));
+    if (const graph_program* g = s.graphs[fi].get()) return translate(run_graph(f, *g, in), &from_vm_dtype);
+    std::vector<vm_value> all(f.param_names.size());
+    for (std::size_t a = 0; a < all.size(); ++a)
+      if (s.bound[fi][a].defined()) all[a] = s.bound[fi][a];
+    for (std::size_t k = 0; k < free.size(); ++k) all[free[k]] = std::move(in[k]);
+    return translate(call_function(s, fi, all, 0), &from_vm_dtype);
+  }
+
+  /// The executor that runs function `name` where it is a graph (for observers and the
+  /// profiler: gexec::profile(vm.graph_executor("main"), ...)); errc::unsupported where
+  /// it is interpreted, with the reason.
+  gexec::model::executor& graph_executor(std::string_view name) {
+    const executable::state& s = exe_.require();
+    const std::size_t fi = exe_.index_of(name);
+    const graph_program* g = s.graphs[fi].get();
+    if (!g) throw error(errc::unsupported, "function \"" + std::string(name) + "\" is interpreted: " + s.interpreted[fi]);
+    auto& ex = executors_[fi];
+    if (!ex) ex = std::make_unique<gexec::model::executor>(g->model.instantiate());
+    return *ex;
   }
 
   /// Calls `name` with tensors and returns its result flattened to tensors (a tuple's
@@ -217,15 +331,16 @@ class virtual_machine {
 
   /// TVM's stateful calling convention: set_input, invoke_stateful, get_outputs.
   void set_input(std::string_view name, std::vector<vm_value> args) {
-    const vm_function& f = exe_.function(name);
-    if (static_cast<std::int64_t>(args.size()) != f.num_args)
-      throw error(errc::invalid_argument, "function \"" + f.name + "\" takes " + std::to_string(f.num_args) + " arguments, got " + std::to_string(args.size()));
-    stateful(name).inputs = std::move(args);
+    const std::size_t n = exe_.input_names(name).size();
+    if (args.size() != n)
+      throw error(errc::invalid_argument, "function \"" + std::string(name) + "\" takes " + std::to_string(n) + " arguments, got " + std::to_string(args.size()));
+    auto& st = stateful(name);
+    st.inputs = std::move(args);
+    st.set = true;
   }
   void invoke_stateful(std::string_view name) {
     auto& st = stateful(name);
-    if (static_cast<std::int64_t>(st.inputs.size()) != exe_.function(name).num_args)
-      throw error(errc::invalid_argument, "function \"" + std::string(name) + "\": set_input was not called");
+    if (!st.set) throw error(errc::invalid_argument, "function \"" + std::string(name) + "\": set_input was not called");
     st.outputs = invoke(name, st.inputs);
   }
   [[nodiscard]] const vm_value& get_outputs(std::string_view name) { return stateful(name).outputs; }
@@ -245,15 +360,48 @@ class virtual_machine {
     std::string name;
     std::vector<vm_value> inputs;
     vm_value outputs;
+    bool set = false;
   };
   stateful_call& stateful(std::string_view name) {
     for (stateful_call& c : stateful_)
       if (c.name == name) return c;
-    stateful_.push_back({std::string(name), {}, {}});
+    stateful_.push_back({std::string(name), {}, {}, false});
     return stateful_.back();
   }
 
   static constexpr int max_depth = 256;
+
+  /// A function that is a graph: its arguments checked as TVM's checks would, set as
+  /// the executor's inputs, run, and its outputs copied out (a call's results are its
+  /// own, as TVM's VM returns them).
+  vm_value run_graph(const vm_function& f, const graph_program& g, std::span<const vm_value> args) {
+    gexec::model::executor& ex = graph_executor(f.name);
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const std::string at = "function \"" + f.name + "\", argument " + std::to_string(i) + " (\"" + g.function.inputs[i] + "\")";
+      const auto* t = args[i].get_if<ndarray>();
+      if (!t || !t->defined()) throw error(errc::invalid_argument, at + ": expect a Tensor but get " + kind_name(args[i]));
+      const DLDataType want = g.function.input_dtypes[i];
+      if (!same_dtype(t->dtype(), want))
+        throw error(errc::dtype_mismatch, at + ": expect Tensor with dtype " + vm_dtype_name(want) + " but get " + vm_dtype_name(t->dtype()));
+      const std::vector<std::int64_t>& shape = g.function.input_shapes[i];
+      if (!std::equal(shape.begin(), shape.end(), t->shape().begin(), t->shape().end()))
+        throw error(errc::shape_mismatch, at + ": expect Tensor with shape " + gexec::detail::shape_to_string(shape) + " but get " +
+                                              gexec::detail::shape_to_string(t->shape()));
+      ex.set_input(g.function.inputs[i], *t);
+    }
+    ex.run();
+    std::vector<ndarray> outs;
+    outs.reserve(static_cast<std::size_t>(ex.get_num_outputs()));
+    for (int i = 0; i < ex.get_num_outputs(); ++i) outs.push_back(ex.get_output(i).copy());
+    return build_result(g.function.result, outs);
+  }
+
+  static vm_value build_result(const output_tree& t, const std::vector<ndarray>& outs) {
+    if (t.leaf >= 0) return outs[static_cast<std::size_t>(t.leaf)];
+    auto items = std::make_shared<std::vector<vm_value>>();
+    for (const output_tree& x : t.items) items->push_back(build_result(x, outs));
+    return vm_tuple(std::move(items));
+  }
 
   /// `x` with its tensors' dtypes mapped by `map` (views, where a dtype changes).
   static vm_value translate(const vm_value& x, DLDataType (*map)(DLDataType) noexcept) {
@@ -394,6 +542,7 @@ class virtual_machine {
   std::vector<std::shared_ptr<vm_storage>> storage_;  ///< per instruction: what alloc_storage made there
   std::vector<TVMFFIAny> ffi_args_;
   std::vector<stateful_call> stateful_;
+  std::vector<std::unique_ptr<gexec::model::executor>> executors_;  ///< per function run as a graph
 };
 
 }  // namespace relax
