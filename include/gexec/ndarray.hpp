@@ -158,6 +158,9 @@ class ndarray {
   }
 
   [[nodiscard]] bool defined() const noexcept { return state_ != nullptr; }
+  /// How many handles share this tensor (copies of one ndarray; a view made of it is a
+  /// tensor of its own): 1 when this is the only one.
+  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
   [[nodiscard]] std::span<const std::int64_t> shape() const noexcept {
     return state_ ? std::span<const std::int64_t>(state_->shape) : std::span<const std::int64_t>();
   }

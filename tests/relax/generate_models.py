@@ -24,6 +24,25 @@ TARGET = "llvm"
 
 
 @tvm.script.ir_module
+class Tiny:
+    """Eight elementwise operators on a small tensor: what a call costs beyond its kernels."""
+
+    @R.function
+    def main(x: R.Tensor((1, 16), "float32")) -> R.Tensor((1, 16), "float32"):
+        with R.dataflow():
+            a = R.add(x, R.const(1, "float32"))
+            b = R.multiply(a, R.const(0.5, "float32"))
+            c = R.nn.relu(b)
+            d = R.subtract(c, R.const(0.25, "float32"))
+            e = R.exp(d)
+            f = R.sqrt(e)
+            g = R.negative(f)
+            h = R.abs(g)
+            R.output(h)
+        return h
+
+
+@tvm.script.ir_module
 class Mlp:
     @R.function
     def main(x: R.Tensor((4, 16), "float32"), w1: R.Tensor((32, 16), "float32"), b1: R.Tensor((32,), "float32"),
@@ -223,6 +242,7 @@ def main(out):
                     case["params"] = p
                 cases.append(case)
 
+    build("tiny", Tiny, "main", [f32(1, 16)])
     x = f32(4, 16)
     nn_mod, nn_spec = NnMlp().export_tvm(spec={"forward": {"x": nn.spec.Tensor((4, 16), "float32")}})
     build("nn_mlp", nn_mod, "forward", [x], weights={n: f32(*[int(d) for d in p.shape]) for n, p in nn_spec})

@@ -33,9 +33,10 @@ GEXEC_NAMESPACE_BEGIN
 
 namespace relax {
 
-/// What a builtin sees of one call.
+/// What a builtin sees of one call: its arguments where they lie (registers, constants,
+/// the immediates of the instruction), never copied for the call.
 struct builtin_call {
-  std::span<const vm_value> args;
+  std::span<const vm_value* const> args;
   /// The storage vm.builtin.alloc_storage made at this call site in an earlier run, reused
   /// when nothing else holds it any more (no tensor of it is still alive).
   std::shared_ptr<vm_storage>* storage_slot = nullptr;
@@ -43,7 +44,7 @@ struct builtin_call {
   [[noreturn]] void fail(errc code, const std::string& what) const { throw error(code, what); }
   const vm_value& at(std::size_t i) const {
     if (i >= args.size()) fail(errc::invalid_argument, "takes at least " + std::to_string(i + 1) + " arguments, got " + std::to_string(args.size()));
-    return args[i];
+    return *args[i];
   }
   std::int64_t int_at(std::size_t i) const {
     const vm_value& x = at(i);
@@ -104,19 +105,21 @@ enum match_code : std::int64_t { assert_equal_to_imm = 0, store_to_heap = 1, no_
 /// TVM's MakeShapeCode.
 enum make_code : std::int64_t { use_imm = 0, load_shape = 1 };
 
+/// Matches one dimension (`dim` >= 0) or a prim value (`dim` < 0) against its code.
 inline void match_one(const builtin_call& c, std::span<std::int64_t> heap, std::int64_t code, std::int64_t reg, std::int64_t value,
-                      std::string_view err_ctx, const std::string& what) {
+                      std::string_view err_ctx, std::int64_t dim) {
+  auto what = [dim] { return dim < 0 ? std::string("the value") : "shape[" + std::to_string(dim) + "]"; };
   switch (code) {
     case assert_equal_to_imm:
       if (value != reg)
-        c.fail(errc::shape_mismatch, with_context(err_ctx, " match_cast error: " + what + " is " + std::to_string(value) + ", expected " + std::to_string(reg)));
+        c.fail(errc::shape_mismatch, with_context(err_ctx, " match_cast error: " + what() + " is " + std::to_string(value) + ", expected " + std::to_string(reg)));
       return;
     case store_to_heap: heap_slot(c, heap, reg) = value; return;
     case no_op: return;
     case assert_equal_to_load:
       if (const std::int64_t want = heap_slot(c, heap, reg); value != want)
         c.fail(errc::shape_mismatch,
-               with_context(err_ctx, " match_cast error: " + what + " is " + std::to_string(value) + ", expected " + std::to_string(want) + " (as before)"));
+               with_context(err_ctx, " match_cast error: " + what() + " is " + std::to_string(value) + ", expected " + std::to_string(want) + " (as before)"));
       return;
     default: c.fail(errc::invalid_argument, "match code " + std::to_string(code));
   }
@@ -226,12 +229,12 @@ inline vm_value match_shape(const builtin_call& c) {
   if (static_cast<std::int64_t>(shape.size()) != size)
     c.fail(errc::shape_mismatch, detail::with_context(err_ctx, " match_cast shape size mismatch: " + std::to_string(shape.size()) + " dimensions, expected " + std::to_string(size)));
   for (std::size_t i = 0; i < shape.size(); ++i)
-    detail::match_one(c, heap, c.int_at(3 + 2 * i), c.int_at(4 + 2 * i), shape[i], err_ctx, "shape[" + std::to_string(i) + "]");
+    detail::match_one(c, heap, c.int_at(3 + 2 * i), c.int_at(4 + 2 * i), shape[i], err_ctx, static_cast<std::int64_t>(i));
   return {};
 }
 
 inline vm_value match_prim_value(const builtin_call& c) {
-  detail::match_one(c, c.heap_at(1), c.int_at(2), c.int_at(3), c.int_at(0), c.args.size() > 4 ? c.string_at(4) : std::string_view{}, "the value");
+  detail::match_one(c, c.heap_at(1), c.int_at(2), c.int_at(3), c.int_at(0), c.args.size() > 4 ? c.string_at(4) : std::string_view{}, -1);
   return {};
 }
 
@@ -321,7 +324,12 @@ inline vm_value read_if_cond(const builtin_call& c) {
   return v != 0;
 }
 
-inline vm_value make_tuple(const builtin_call& c) { return vm_tuple(std::make_shared<const std::vector<vm_value>>(c.args.begin(), c.args.end())); }
+inline vm_value make_tuple(const builtin_call& c) {
+  auto items = std::make_shared<std::vector<vm_value>>();
+  items->reserve(c.args.size());
+  for (const vm_value* x : c.args) items->push_back(*x);
+  return vm_tuple(std::move(items));
+}
 
 inline vm_value tuple_getitem(const builtin_call& c) {
   const auto* t = c.at(0).get_if<vm_tuple>();

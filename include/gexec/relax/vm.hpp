@@ -18,6 +18,7 @@
 #include "../config.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <span>
@@ -274,7 +275,7 @@ class virtual_machine {
  public:
   explicit virtual_machine(executable exe) : exe_(std::move(exe)) {
     storage_.resize(exe_.require().code.code.size());
-    executors_.resize(exe_.require().code.functions.size());
+    runners_.resize(exe_.require().code.functions.size());
   }
 
   [[nodiscard]] const executable& get_executable() const noexcept { return exe_; }
@@ -310,16 +311,21 @@ class virtual_machine {
   gexec::model::executor& graph_executor(std::string_view name) {
     const executable::state& s = exe_.require();
     const std::size_t fi = exe_.index_of(name);
-    const graph_program* g = s.graphs[fi].get();
-    if (!g) throw error(errc::unsupported, "function \"" + std::string(name) + "\" is interpreted: " + s.interpreted[fi]);
-    auto& ex = executors_[fi];
-    if (!ex) ex = std::make_unique<gexec::model::executor>(g->model.instantiate());
-    return *ex;
+    graph_runner* r = runner(s, fi);
+    if (!r) throw error(errc::unsupported, "function \"" + std::string(name) + "\" is interpreted: " + s.interpreted[fi]);
+    return r->executor;
   }
 
   /// Calls `name` with tensors and returns its result flattened to tensors (a tuple's
   /// items in order, nested tuples depth first).
+  ///
+  /// A function that is a graph runs without the VM's values: the inputs are copied into
+  /// its executor, the outputs out of it into tensors this VM hands out again once the
+  /// caller holds none of them (so a loop that drops its results allocates nothing).
   std::vector<ndarray> run(std::string_view name, std::span<const ndarray> inputs) {
+    const executable::state& s = exe_.require();
+    const std::size_t fi = lookup(name);
+    if (graph_runner* r = runner(s, fi); r && r->plain_dtypes) return run_graph_fast(s.code.functions[fi], *r, inputs);
     std::vector<vm_value> args(inputs.begin(), inputs.end());
     std::vector<ndarray> out;
     flatten(invoke(name, args), out);
@@ -374,25 +380,104 @@ class virtual_machine {
   /// A function that is a graph: its arguments checked as TVM's checks would, set as
   /// the executor's inputs, run, and its outputs copied out (a call's results are its
   /// own, as TVM's VM returns them).
-  vm_value run_graph(const vm_function& f, const graph_program& g, std::span<const vm_value> args) {
-    gexec::model::executor& ex = graph_executor(f.name);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      const std::string at = "function \"" + f.name + "\", argument " + std::to_string(i) + " (\"" + g.function.inputs[i] + "\")";
-      const auto* t = args[i].get_if<ndarray>();
-      if (!t || !t->defined()) throw error(errc::invalid_argument, at + ": expect a Tensor but get " + kind_name(args[i]));
-      const DLDataType want = g.function.input_dtypes[i];
-      if (!same_dtype(t->dtype(), want))
-        throw error(errc::dtype_mismatch, at + ": expect Tensor with dtype " + vm_dtype_name(want) + " but get " + vm_dtype_name(t->dtype()));
-      const std::vector<std::int64_t>& shape = g.function.input_shapes[i];
-      if (!std::equal(shape.begin(), shape.end(), t->shape().begin(), t->shape().end()))
-        throw error(errc::shape_mismatch, at + ": expect Tensor with shape " + gexec::detail::shape_to_string(shape) + " but get " +
-                                              gexec::detail::shape_to_string(t->shape()));
-      ex.set_input(g.function.inputs[i], *t);
+  /// A function run as a graph: its executor, where each argument goes, and the tensors
+  /// its outputs were last copied into.
+  struct graph_runner {
+    const graph_program& program;
+    gexec::model::executor executor;
+    std::vector<int> input_index;
+    std::vector<ndarray> outputs;
+    bool plain_dtypes = true;  ///< no input or output whose dtype gexec names otherwise (bool, float8)
+  };
+
+  graph_runner* runner(const executable::state& s, std::size_t fi) {
+    const graph_program* g = s.graphs[fi].get();
+    if (!g) return nullptr;
+    std::unique_ptr<graph_runner>& r = runners_[fi];
+    if (!r) {
+      r = std::make_unique<graph_runner>(graph_runner{*g, g->model.instantiate(), {}, {}, true});
+      for (std::size_t i = 0; i < g->function.inputs.size(); ++i) {
+        r->input_index.push_back(r->executor.get_input_index(g->function.inputs[i]));
+        r->plain_dtypes = r->plain_dtypes && same_dtype(from_vm_dtype(g->function.input_dtypes[i]), g->function.input_dtypes[i]);
+      }
+      for (const tensor_info& o : r->executor.get_output_info())
+        r->plain_dtypes = r->plain_dtypes && same_dtype(from_vm_dtype(o.dtype), o.dtype);
+      r->outputs.resize(static_cast<std::size_t>(r->executor.get_num_outputs()));
     }
-    ex.run();
-    std::vector<ndarray> outs;
-    outs.reserve(static_cast<std::size_t>(ex.get_num_outputs()));
-    for (int i = 0; i < ex.get_num_outputs(); ++i) outs.push_back(ex.get_output(i).copy());
+    return r.get();
+  }
+
+  /// The index of function `name`, the last one asked for remembered.
+  std::size_t lookup(std::string_view name) {
+    if (last_index_ != no_index && name == last_name_) return last_index_;
+    last_index_ = exe_.index_of(name);
+    last_name_ = name;
+    return last_index_;
+  }
+
+  /// Argument `i`'s tensor, checked as TVM's checks would.
+  static void check_argument(const vm_function& f, const graph_program& g, std::size_t i, const ndarray& t) {
+    auto at = [&] { return "function \"" + f.name + "\", argument " + std::to_string(i) + " (\"" + g.function.inputs[i] + "\")"; };
+    if (!t.defined()) throw error(errc::invalid_argument, at() + ": expect a Tensor but get an empty ndarray");
+    const DLDataType want = g.function.input_dtypes[i];
+    if (!same_dtype(t.dtype(), want))
+      throw error(errc::dtype_mismatch, at() + ": expect Tensor with dtype " + vm_dtype_name(want) + " but get " + vm_dtype_name(t.dtype()));
+    const std::vector<std::int64_t>& shape = g.function.input_shapes[i];
+    if (!std::equal(shape.begin(), shape.end(), t.shape().begin(), t.shape().end()))
+      throw error(errc::shape_mismatch, at() + ": expect Tensor with shape " + gexec::detail::shape_to_string(shape) + " but get " +
+                                            gexec::detail::shape_to_string(t.shape()));
+  }
+
+  /// Runs a graph function over `inputs` (already in the executable's dtypes) and
+  /// copies its outputs into r.outputs, reusing each tensor nobody else holds.
+  void run_runner(const vm_function& f, graph_runner& r, std::span<const ndarray> inputs) {
+    const graph_program& g = r.program;
+    if (inputs.size() != g.function.inputs.size()) {
+      std::string names;
+      for (const std::string& n : g.function.inputs) names += (names.empty() ? "" : ", ") + n;
+      throw error(errc::invalid_argument, "function \"" + f.name + "\" takes " + std::to_string(g.function.inputs.size()) + " arguments (" + names +
+                                              "), got " + std::to_string(inputs.size()) +
+                                              (g.function.inputs.size() < f.param_names.size() ? " (the others are weights bound when it was loaded)" : ""));
+    }
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      check_argument(f, g, i, inputs[i]);
+      r.executor.set_input(r.input_index[i], inputs[i]);
+    }
+    r.executor.run();
+    for (std::size_t k = 0; k < r.outputs.size(); ++k) {
+      ndarray& o = r.outputs[k];
+      if (!o.defined() || o.use_count() != 1) {
+        const tensor_info info = r.executor.get_output_info()[k];
+        o = ndarray::empty(info.shape, info.dtype);
+      }
+      r.executor.copy_output_to(static_cast<int>(k), o);
+    }
+  }
+
+  std::vector<ndarray> run_graph_fast(const vm_function& f, graph_runner& r, std::span<const ndarray> inputs) {
+    run_runner(f, r, inputs);
+    std::vector<ndarray> out;
+    out.reserve(r.outputs.size());
+    flatten(build_result(r.program.function.result, r.outputs), out);
+    return out;
+  }
+
+  /// A graph function called with VM values (invoke): its result built as TVM returns it.
+  vm_value run_graph(const vm_function& f, const graph_program& g, std::span<const vm_value> args) {
+    graph_runner& r = *runner(exe_.require(), exe_.index_of(f.name));
+    std::vector<ndarray> inputs;
+    inputs.reserve(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const auto* t = args[i].get_if<ndarray>();
+      if (!t || !t->defined())
+        throw error(errc::invalid_argument, "function \"" + f.name + "\", argument " + std::to_string(i) + " (\"" + g.function.inputs[i] +
+                                                "\"): expect a Tensor but get " + kind_name(args[i]));
+      inputs.push_back(*t);
+    }
+    run_runner(f, r, inputs);
+    // Results handed out by invoke are the caller's own: never reused.
+    std::vector<ndarray> outs = std::move(r.outputs);
+    r.outputs.assign(outs.size(), ndarray());
     return build_result(g.function.result, outs);
   }
 
@@ -420,38 +505,64 @@ class virtual_machine {
     return x;
   }
 
+  /// One call's frame: its registers and the scratch its instructions' arguments use.
+  /// Frames are kept per depth and reused, so a run allocates none once warm.
+  struct frame {
+    std::vector<vm_value> regs;
+    std::vector<vm_value> immediates;
+    std::vector<const vm_value*> args;
+  };
+
   vm_value call_function(const executable::state& s, std::size_t fi, std::span<const vm_value> args, int depth) {
     const vm_function& f = s.code.functions[fi];
     if (static_cast<std::int64_t>(args.size()) != f.num_args)
       throw error(errc::invalid_argument, "function \"" + f.name + "\" takes " + std::to_string(f.num_args) + " arguments (" + join(f.param_names) +
                                               "), got " + std::to_string(args.size()));
     if (depth > max_depth) throw error(errc::unsupported, "calls nested deeper than " + std::to_string(max_depth) + " in \"" + f.name + "\"");
-    std::vector<vm_value> regs(static_cast<std::size_t>(f.register_file_size));
+    while (frames_.size() <= static_cast<std::size_t>(depth)) frames_.emplace_back();
+    frame& fr = frames_[static_cast<std::size_t>(depth)];
+    std::vector<vm_value>& regs = fr.regs;
+    regs.resize(static_cast<std::size_t>(f.register_file_size));
+    // Registers hold nothing once the call is over (tensors released, storage reusable).
+    struct clear_on_exit {
+      std::vector<vm_value>& r;
+      ~clear_on_exit() {
+        for (vm_value& x : r) x = vm_value{};
+      }
+    } clear{regs};
     std::copy(args.begin(), args.end(), regs.begin());
-    std::vector<vm_value> call_args;
+    static const vm_value nothing{};
     std::int64_t pc = f.start_instr;
     for (;;) {
       const vm_instruction& in = s.code.code[static_cast<std::size_t>(pc)];
       switch (in.op) {
         case opcode::call: {
-          call_args.clear();
-          for (const vm_arg& a : s.code.args_of(in)) {
+          const std::span<const vm_arg> code_args = s.code.args_of(in);
+          fr.immediates.resize(code_args.size());
+          fr.args.resize(code_args.size());
+          for (std::size_t k = 0; k < code_args.size(); ++k) {
+            const vm_arg& a = code_args[k];
             switch (a.kind) {
               case arg_kind::reg:
-                if (a.value == void_register || a.value == vm_register) call_args.emplace_back();
-                else call_args.push_back(regs[static_cast<std::size_t>(a.value)]);
+                fr.args[k] = (a.value == void_register || a.value == vm_register) ? &nothing : &regs[static_cast<std::size_t>(a.value)];
                 break;
-              case arg_kind::immediate: call_args.emplace_back(a.value); break;
-              case arg_kind::constant: call_args.push_back(s.constants[static_cast<std::size_t>(a.value)]); break;
-              case arg_kind::function: call_args.emplace_back(function_ref{a.value}); break;
+              case arg_kind::immediate:
+                fr.immediates[k] = a.value;
+                fr.args[k] = &fr.immediates[k];
+                break;
+              case arg_kind::constant: fr.args[k] = &s.constants[static_cast<std::size_t>(a.value)]; break;
+              case arg_kind::function:
+                fr.immediates[k] = function_ref{a.value};
+                fr.args[k] = &fr.immediates[k];
+                break;
             }
           }
-          vm_value result = call(s, f, pc, in, call_args, depth);
+          vm_value result = call(s, f, pc, in, fr.args, depth);
           if (in.reg != void_register && in.reg != vm_register) regs[static_cast<std::size_t>(in.reg)] = std::move(result);
           ++pc;
           break;
         }
-        case opcode::ret: return std::move(regs[static_cast<std::size_t>(in.reg)]);
+        case opcode::ret: return regs[static_cast<std::size_t>(in.reg)];
         case opcode::go_to: pc += in.index; break;
         case opcode::if_false: {
           const vm_value& c = regs[static_cast<std::size_t>(in.reg)];
@@ -466,30 +577,34 @@ class virtual_machine {
     }
   }
 
-  vm_value call(const executable::state& s, const vm_function& f, std::int64_t pc, const vm_instruction& in, std::span<const vm_value> args,
+  vm_value call(const executable::state& s, const vm_function& f, std::int64_t pc, const vm_instruction& in, std::span<const vm_value* const> args,
                 int depth) {
     const callee& c = s.callees[static_cast<std::size_t>(in.index)];
-    const std::string& name = s.code.functions[static_cast<std::size_t>(in.index)].name;
     switch (c.what) {
       case callee::kind::builtin:
         try {
           return c.fn(builtin_call{args, &storage_[static_cast<std::size_t>(pc)]});
         } catch (const error& e) {
-          throw error(e.code(), at(f, pc) + " (" + name + "): " + std::string(e.message()));
+          throw error(e.code(), at(f, pc) + " (" + s.code.functions[static_cast<std::size_t>(in.index)].name + "): " + std::string(e.message()));
         }
-      case callee::kind::function: return call_function(s, static_cast<std::size_t>(c.index), args, depth + 1);
-      case callee::kind::kernel: return call_kernel(c.kernel, f, pc, name, args);
+      case callee::kind::function: {
+        std::vector<vm_value> values;
+        values.reserve(args.size());
+        for (const vm_value* x : args) values.push_back(*x);
+        return call_function(s, static_cast<std::size_t>(c.index), values, depth + 1);
+      }
+      case callee::kind::kernel: return call_kernel(c.kernel, f, pc, s.code.functions[static_cast<std::size_t>(in.index)].name, args);
     }
     return {};
   }
 
-  vm_value call_kernel(void* kernel, const vm_function& f, std::int64_t pc, const std::string& name, std::span<const vm_value> args) {
+  vm_value call_kernel(void* kernel, const vm_function& f, std::int64_t pc, const std::string& name, std::span<const vm_value* const> args) {
     ffi_args_.resize(args.size());
     for (std::size_t i = 0; i < args.size(); ++i) {
       TVMFFIAny& a = ffi_args_[i];
       a.zero_padding = 0;
       a.v_uint64 = 0;
-      const vm_value& x = args[i];
+      const vm_value& x = *args[i];
       if (const auto* t = x.get_if<ndarray>()) {
         a.type_index = ffi_dltensor_ptr;
         a.v_ptr = const_cast<DLTensor*>(&t->dltensor());
@@ -542,7 +657,11 @@ class virtual_machine {
   std::vector<std::shared_ptr<vm_storage>> storage_;  ///< per instruction: what alloc_storage made there
   std::vector<TVMFFIAny> ffi_args_;
   std::vector<stateful_call> stateful_;
-  std::vector<std::unique_ptr<gexec::model::executor>> executors_;  ///< per function run as a graph
+  std::vector<std::unique_ptr<graph_runner>> runners_;  ///< per function run as a graph
+  std::deque<frame> frames_;                            ///< per call depth (a deque: deeper frames never move shallower ones)
+  static constexpr std::size_t no_index = static_cast<std::size_t>(-1);
+  std::size_t last_index_ = no_index;
+  std::string last_name_;
 };
 
 }  // namespace relax
