@@ -51,7 +51,7 @@ const std::vector<layer> layers = {
     {"graphs: the schema, its readers and its checks", {"graph/", "graph.hpp"}},
     {"devices and their memory", {"backends/", "allocators/"}},
     {"the runtime: what TVM kept in process globals", {"runtime/", "runtime.hpp", "function_registry.hpp"}},
-    {"kernels: how a func_name becomes a callable", {"binding/", "packed_c/", "tvm_ffi/"}},
+    {"kernels: how a func_name becomes a callable", {"binding/", "packed_c/", "tvm_ffi/", "library/"}},
     {"the plan: storage and steps as indices", {"planners/", "plan.hpp"}},
     {"one executor's machinery", {"executor/"}},
     {"running: policies, observers, the model and the TVM API", {"execution/", "observers/", "model.hpp", "graph_executor.hpp", "benchmark.hpp", "benchmark_impl.hpp", "load.hpp", "load_impl.hpp"}},
