@@ -1,6 +1,6 @@
 // gexec::compiled: what headers only declare in compiled mode (GEXEC_COMPILED), compiled
 // once: graph JSON over Boost.JSON (graph/json_impl.hpp), kernel libraries over
-// Boost.DLL (packed_c/module_impl.hpp), models from TVM's files (load_impl.hpp), the
+// Boost.DLL (library/module_impl.hpp), models from TVM's files (load_impl.hpp), the
 // benchmark's statistics (benchmark_impl.hpp), .safetensors headers over Boost.JSON
 // (safetensors_impl.hpp), and the common instantiations of the model and executor
 // (instantiations.hpp).
@@ -13,7 +13,7 @@
 #include <gexec/graph/json_impl.hpp>
 #include <gexec/instantiations.hpp>
 #include <gexec/load_impl.hpp>
-#include <gexec/packed_c/module_impl.hpp>
+#include <gexec/library/module_impl.hpp>
 #include <gexec/safetensors_impl.hpp>
 
 GEXEC_NAMESPACE_BEGIN

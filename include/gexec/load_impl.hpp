@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "packed_c/module_impl.hpp"
+#include "library/module_impl.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {

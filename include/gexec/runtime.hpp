@@ -15,7 +15,7 @@
 // executors made with it (they hold it by shared_ptr, so it does).
 //
 // Nothing here loads libraries: load_module is defined with the packed C ABI
-// (<gexec/packed_c/module.hpp>), so a program of C++ kernels needs no dynamic loader.
+// (<gexec/library/module.hpp>), so a program of C++ kernels needs no dynamic loader.
 
 #include "config.hpp"
 
@@ -100,7 +100,7 @@ class runtime : public std::enable_shared_from_this<runtime> {
   }
 
   /// Loads a kernel library and keeps it loaded for as long as this runtime lives.
-  /// Defined in <gexec/packed_c/module.hpp>.
+  /// Defined in <gexec/library/module.hpp>.
   GEXEC_DECL module load_module(const std::filesystem::path& path);
 
   /// The context run() installs for compiled code on this runtime.

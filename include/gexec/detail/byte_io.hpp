@@ -346,6 +346,23 @@ class file_reader : public reader_base {
   bool short_refill_ = false;
 };
 
+/// A dmlc vector of u64: its count, checked against the bytes left, then the values.
+inline std::vector<std::uint64_t> read_u64_vector(byte_reader& in, const char* field) {
+  auto n = in.read_count(field, sizeof(std::uint64_t));
+  std::vector<std::uint64_t> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = in.read<std::uint64_t>(field);
+  return v;
+}
+
+/// A dmlc vector of strings.
+inline std::vector<std::string> read_string_vector(byte_reader& in, const char* field) {
+  auto n = in.read_count(field, sizeof(std::uint64_t));
+  std::vector<std::string> v;
+  v.reserve(static_cast<std::size_t>(n));
+  for (std::uint64_t i = 0; i < n; ++i) v.push_back(in.read_string(field));
+  return v;
+}
+
 class byte_writer {
  public:
   template <class T>
@@ -356,6 +373,11 @@ class byte_writer {
   void write_string(std::string_view s) {
     write(static_cast<std::uint64_t>(s.size()));
     append(s.data(), s.size());
+  }
+  /// A dmlc vector of u64: its count, then the values.
+  void write_u64_vector(std::span<const std::uint64_t> v) {
+    write(static_cast<std::uint64_t>(v.size()));
+    for (std::uint64_t x : v) write(x);
   }
   void append(const void* p, std::size_t n) {
     auto* b = static_cast<const std::byte*>(p);

@@ -3,7 +3,8 @@
 // its context slots (__TVMFuncCall, __TVMBackendAllocWorkspace, ...), so that its
 // kernels run without libtvm_runtime. The hooks take no context argument: they find the
 // runtime of the run() in progress through the thread-local run_context, and the
-// process default runtime's parts outside run().
+// process default runtime's parts outside run(). The workspace and parallel-task hooks
+// serve TVM-FFI libraries too, and live beside both ABIs (binding/backend_hooks.hpp).
 //
 // They are inline functions of gexec's ABI namespace, not extern "C" symbols: a
 // library reaches them only through the slots module loading fills (context_slots()),
@@ -12,7 +13,6 @@
 
 #include "../config.hpp"
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -23,25 +23,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../binding/backend_hooks.hpp"
+#include "../binding/loader.hpp"
 #include "../detail/last_error.hpp"
-#include "../detail/workspace.hpp"
-#include "../device.hpp"
 #include "../runtime/env_registry.hpp"
-#include "../runtime/run_context.hpp"
-#include "../runtime/thread_pool.hpp"
 #include "../tvm_abi.hpp"
-#include "loader.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 struct module_blob;
 namespace detail {
-
-/// The pool serving TVMBackendParallelLaunch: the running executor's runtime's, else
-/// the process default's.
-inline thread_pool& current_pool() noexcept {
-  const run_context* c = current_context();
-  return c && c->pool ? *c->pool : default_pool();
-}
 
 /// What a library's __tvm_module_ctx points at: one per library file for the life of
 /// the process, because the library may cache it (and handles found through it) in
@@ -84,63 +74,6 @@ inline bool register_device_module_loader(const char* type_key, device_module_lo
 }
 
 inline void api_set_last_error(const char* message) noexcept { set_last_error(message ? message : ""); }
-
-/// TVMBackendAllocWorkspace: from the backend of the running executor serving that
-/// device type; outside run(), host workspace only.
-inline void* backend_alloc_workspace(int device_type, int device_id, std::uint64_t nbytes, int, int) noexcept {
-  const DLDevice d{static_cast<DLDeviceType>(device_type), device_id};
-  try {
-    const run_context* c = current_context();
-    if (c && device_type == kDLCPU && nbytes > c->workspace_limit - std::min(c->workspace_limit, workspace_arena::this_thread().in_use())) {
-      set_last_error("TVMBackendAllocWorkspace: " + std::to_string(nbytes) + " bytes of host workspace would exceed the limit of " +
-                     std::to_string(c->workspace_limit) + " bytes a thread may hold (model_options::max_workspace_bytes)");
-      return nullptr;
-    }
-    if (c && c->devices) {
-      void* stream = same_device(c->device, d) ? c->stream : nullptr;
-      if (void* p = c->devices->alloc_workspace(c->backends, d, nbytes, stream)) return p;
-      set_last_error("TVMBackendAllocWorkspace: no backend of the running executor serves " + to_string(d));
-      return nullptr;
-    }
-    if (device_type == kDLCPU) return workspace_arena::this_thread().allocate(nbytes);
-    set_last_error("TVMBackendAllocWorkspace: no workspace for " + to_string(d) + " outside an executor's run()");
-  } catch (const std::exception& e) {
-    set_last_error(std::string("TVMBackendAllocWorkspace: ") + e.what());
-  } catch (...) {
-    set_last_error("TVMBackendAllocWorkspace: unknown failure");
-  }
-  return nullptr;
-}
-
-inline int backend_free_workspace(int device_type, int device_id, void* ptr) noexcept {
-  const DLDevice d{static_cast<DLDeviceType>(device_type), device_id};
-  const run_context* c = current_context();
-  const int rc = c && c->devices ? c->devices->free_workspace(c->backends, d, ptr, same_device(c->device, d) ? c->stream : nullptr)
-                 : device_type == kDLCPU ? workspace_arena::this_thread().free(ptr)
-                                         : -1;
-  if (rc != 0) {
-    try {
-      set_last_error("TVMBackendFreeWorkspace: " + to_string(d) + " workspace was not allocated by this thread");
-    } catch (...) {
-    }
-    return -1;
-  }
-  return 0;
-}
-
-/// TVMBackendParallelLaunch for a library that can call TVMBackendParallelBarrier: its
-/// tasks run together.
-inline int backend_parallel_launch(FTVMParallelLambda f, void* cdata, int num_task) noexcept {
-  return current_pool().launch(f, cdata, num_task, {.tasks = task_kind::together, .learn = true});
-}
-
-/// TVMBackendParallelLaunch for a library that cannot (it has no barrier slot and imports
-/// no barrier): its tasks are independent, more of them than threads.
-inline int backend_parallel_launch_independent(FTVMParallelLambda f, void* cdata, int num_task) noexcept {
-  return current_pool().launch(f, cdata, num_task, {.tasks = task_kind::independent, .learn = true});
-}
-
-inline int backend_parallel_barrier(int, TVMParallelGroupEnv* penv) noexcept { return thread_pool::barrier(penv); }
 
 /// What a handle to a library's own function calls: the function the library file's
 /// latest load resolved, or an error once that load is gone.
@@ -206,14 +139,9 @@ inline int api_func_call(void* handle, TVMValue* args, int* codes, int num_args,
   return h->call(h, args, codes, num_args, ret ? ret : &dummy, ret_code ? ret_code : &dummy_code);
 }
 
-/// The context slots a TVM library may export and what gexec puts in each.
-struct context_slot {
-  const char* symbol;
-  void* value;
-};
-
-inline const context_slot (&context_slots())[7] {
-  static const context_slot slots[7] = {
+/// The context slots a packed C library may export and what gexec puts in each.
+inline const provided_symbol (&context_slots())[7] {
+  static const provided_symbol slots[7] = {
       {"__TVMFuncCall", reinterpret_cast<void*>(&api_func_call)},
       {"__TVMAPISetLastError", reinterpret_cast<void*>(&api_set_last_error)},
       {"__TVMBackendGetFuncFromEnv", reinterpret_cast<void*>(&backend_get_func_from_env)},

@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../binding/module_containers.hpp"
 #include "../binding/payloads.hpp"
 #include "../detail/byte_io.hpp"
 #include "../params.hpp"
@@ -45,21 +46,6 @@ struct module_blob {
 };
 
 namespace detail {
-
-inline std::vector<std::uint64_t> read_u64_vector(byte_reader& in, const char* field) {
-  auto n = in.read_count(field, sizeof(std::uint64_t));
-  std::vector<std::uint64_t> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = in.read<std::uint64_t>(field);
-  return v;
-}
-
-inline std::vector<std::string> read_string_vector(byte_reader& in, const char* field) {
-  auto n = in.read_count(field, sizeof(std::uint64_t));
-  std::vector<std::string> v;
-  v.reserve(static_cast<std::size_t>(n));
-  for (std::uint64_t i = 0; i < n; ++i) v.push_back(in.read_string(field));
-  return v;
-}
 
 /// Gives the pages lying wholly inside `bytes` back to the file they map: read-only
 /// data of a loaded library already parsed into copies, so that it need not stay
@@ -140,11 +126,9 @@ namespace detail {
 /// copied), and of all of them at the end.
 inline module_blob parse_module_blob(std::span<const std::byte> symbol, const std::string& source, blob_parts parts, bool release,
                                      const load_progress* progress = nullptr) {
-  detail::byte_reader outer(symbol, source, errc::invalid_module);
-  auto length = outer.read<std::uint64_t>("payload length");
-  if (length > outer.remaining())
-    outer.fail("payload length " + std::to_string(length) + " exceeds the " + std::to_string(outer.remaining()) + " bytes that follow");
-  detail::byte_reader in(outer.bytes(length, "payload"), source, errc::invalid_module);
+  const std::span<const std::byte> payload = container_payload(symbol, source);
+  const std::uint64_t length = payload.size();
+  detail::byte_reader in(payload, source, errc::invalid_module);
   detail::progress_sink sink(progress, length);
   module_blob blob;
   auto count = in.read_count("module count", sizeof(std::uint64_t));
@@ -175,14 +159,7 @@ inline module_blob parse_module_blob(std::span<const std::byte> symbol, const st
   // "_import_tree" itself is not one of the modules it describes.
   const auto n_modules = static_cast<std::size_t>(std::count_if(blob.type_keys.begin(), blob.type_keys.end(),
                                                                 [](const std::string& k) { return k != "_import_tree"; }));
-  const auto& rows = blob.import_tree_row_ptr;
-  if (!rows.empty()) {
-    if (rows.size() != n_modules + 1 || rows.front() != 0 || rows.back() != blob.import_tree_child_indices.size() ||
-        !std::is_sorted(rows.begin(), rows.end()))
-      in.fail("import tree row pointers do not describe " + std::to_string(n_modules) + " modules");
-    for (std::uint64_t child : blob.import_tree_child_indices)
-      if (child >= n_modules) in.fail("import tree child " + std::to_string(child) + " is not one of the " + std::to_string(n_modules) + " modules");
-  }
+  if (!blob.import_tree_row_ptr.empty()) check_import_tree(in, blob.import_tree_row_ptr, blob.import_tree_child_indices, n_modules);
   sink.report(length);
   return blob;
 }
@@ -223,16 +200,12 @@ inline std::vector<std::byte> write_module_blob(const graph_factory_blob& factor
   }
   p.write_string("_import_tree");
   // Module 0 (the factory) imports every other module; they import nothing.
-  p.write(std::uint64_t{modules + 1});
-  p.write(std::uint64_t{0});
-  for (std::uint64_t i = 0; i < modules; ++i) p.write(std::uint64_t{modules - 1});
-  p.write(std::uint64_t{modules - 1});
-  for (std::uint64_t i = 1; i < modules; ++i) p.write(i);
-  std::vector<std::byte> payload = std::move(p).take();
-  detail::byte_writer out;
-  out.write(static_cast<std::uint64_t>(payload.size()));
-  out.append(payload.data(), payload.size());
-  return std::move(out).take();
+  std::vector<std::uint64_t> row_ptr(modules + 1, modules - 1), child_indices;
+  row_ptr.front() = 0;
+  for (std::uint64_t i = 1; i < modules; ++i) child_indices.push_back(i);
+  p.write_u64_vector(row_ptr);
+  p.write_u64_vector(child_indices);
+  return detail::container_symbol(std::move(p).take());
 }
 
 GEXEC_NAMESPACE_END

@@ -12,10 +12,10 @@
 #include <cstdint>
 #include <string>
 
+#include "../binding/backend_hooks.hpp"
 #include "../detail/last_error.hpp"
 #include "../tvm_abi.hpp"
 #include "../tvm_ffi_abi.hpp"
-#include "../packed_c/hooks.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -55,16 +55,8 @@ inline int ffi_lookup_from_imports(void*, const char* name, void**) noexcept {
   return -1;
 }
 
-/// What gexec writes into a TVM-FFI library: a context slot (a pointer-sized data
-/// symbol the library exports) or an imported function (an entry of its global offset
-/// table), by symbol name.
-struct provided_symbol {
-  const char* symbol;
-  void* value;
-};
-
 /// The __TVMFFI* context slots; the packed C ones (__TVMBackendParallelLaunch, the
-/// workspace) are shared with packed C libraries (packed_c/hooks.hpp).
+/// workspace) are filled as in packed C libraries (packed_c/hooks.hpp).
 inline const provided_symbol (&ffi_context_slots())[3] {
   static const provided_symbol slots[3] = {
       {"__TVMFFIFunctionCall", reinterpret_cast<void*>(&ffi_function_call)},
@@ -77,7 +69,7 @@ inline const provided_symbol (&ffi_context_slots())[3] {
 /// The runtime functions a TVM-FFI library's kernels import, which gexec binds to its
 /// own (imports.hpp): libtvm_ffi's error functions, and the backend functions that
 /// code from TVM's C target calls directly instead of through context slots (the
-/// packed C hooks serve them).
+/// backend hooks serve them: binding/backend_hooks.hpp).
 inline const provided_symbol (&ffi_imports())[6] {
   static const provided_symbol imports[6] = {
       {"TVMFFIErrorSetRaisedFromCStrParts", reinterpret_cast<void*>(&ffi_error_set_raised_from_parts)},

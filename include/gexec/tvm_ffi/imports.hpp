@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "../error.hpp"
-#include "../packed_c/loader.hpp"
+#include "../binding/loader.hpp"
 #include "hooks.hpp"
 
 GEXEC_NAMESPACE_BEGIN

@@ -14,16 +14,15 @@
 
 #include "../config.hpp"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "../binding/module_containers.hpp"
 #include "../detail/byte_io.hpp"
 #include "../error.hpp"
-#include "../packed_c/module_blob.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 
@@ -43,22 +42,13 @@ struct library_bin {
 /// Parses a __tvm_ffi__library_bin (payload length included); `source` names it in
 /// errors (errc::invalid_module, with the byte offset).
 inline library_bin parse_library_bin(std::span<const std::byte> symbol, const std::string& source = "__tvm_ffi__library_bin") {
-  detail::byte_reader outer(symbol, source, errc::invalid_module);
-  const auto length = outer.read<std::uint64_t>("payload length");
-  if (length > outer.remaining())
-    outer.fail("payload length " + std::to_string(length) + " exceeds the " + std::to_string(outer.remaining()) + " bytes that follow");
-  detail::byte_reader in(outer.bytes(length, "payload"), source, errc::invalid_module);
+  detail::byte_reader in(detail::container_payload(symbol, source), source, errc::invalid_module);
   library_bin bin;
   bin.import_tree_row_ptr = detail::read_u64_vector(in, "import tree row pointers");
   bin.import_tree_child_indices = detail::read_u64_vector(in, "import tree child indices");
-  const auto& rows = bin.import_tree_row_ptr;
-  if (rows.empty()) in.fail("the import tree has no row pointers, so no modules");
-  const std::size_t n = rows.size() - 1;
-  if (rows.front() != 0 || rows.back() != bin.import_tree_child_indices.size() || !std::is_sorted(rows.begin(), rows.end()))
-    in.fail("import tree row pointers do not describe " + std::to_string(n) + " modules over " +
-            std::to_string(bin.import_tree_child_indices.size()) + " child indices");
-  for (std::uint64_t child : bin.import_tree_child_indices)
-    if (child >= n) in.fail("import tree child " + std::to_string(child) + " is not one of the " + std::to_string(n) + " modules");
+  if (bin.import_tree_row_ptr.empty()) in.fail("the import tree has no row pointers, so no modules");
+  const std::size_t n = bin.import_tree_row_ptr.size() - 1;
+  detail::check_import_tree(in, bin.import_tree_row_ptr, bin.import_tree_child_indices, n);
   bool host = false;
   for (std::size_t i = 0; i < n; ++i) {
     in.set_context("module " + std::to_string(i));
@@ -82,21 +72,15 @@ inline library_bin parse_library_bin(std::span<const std::byte> symbol, const st
 /// and import tree, as export_library lays it out.
 inline std::vector<std::byte> write_library_bin(const library_bin& bin) {
   detail::byte_writer p;
-  p.write(static_cast<std::uint64_t>(bin.import_tree_row_ptr.size()));
-  for (std::uint64_t r : bin.import_tree_row_ptr) p.write(r);
-  p.write(static_cast<std::uint64_t>(bin.import_tree_child_indices.size()));
-  for (std::uint64_t c : bin.import_tree_child_indices) p.write(c);
+  p.write_u64_vector(bin.import_tree_row_ptr);
+  p.write_u64_vector(bin.import_tree_child_indices);
   for (const library_bin_module& m : bin.modules) {
     p.write_string(m.kind);
     if (m.kind == "_lib") continue;
     p.write(static_cast<std::uint64_t>(m.bytes.size()));
     p.append(m.bytes.data(), m.bytes.size());
   }
-  std::vector<std::byte> payload = std::move(p).take();
-  detail::byte_writer out;
-  out.write(static_cast<std::uint64_t>(payload.size()));
-  out.append(payload.data(), payload.size());
-  return std::move(out).take();
+  return detail::container_symbol(std::move(p).take());
 }
 
 GEXEC_NAMESPACE_END

@@ -1,5 +1,5 @@
 #pragma once
-// The definitions of packed_c/module.hpp: loading a library with Boost.DLL, claiming its
+// The definitions of library/module.hpp: loading a library with Boost.DLL, claiming its
 // context slots, its symbols. Included by module.hpp in header-only mode and by
 // src/gexec.cpp in compiled mode.
 
@@ -25,20 +25,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../binding/loader.hpp"
 #include "../detail/byte_io.hpp"
 #include "../error.hpp"
 #include "../load_progress.hpp"
+#include "../packed_c/hooks.hpp"
+#include "../packed_c/module_blob.hpp"
 #include "../runtime.hpp"
 #include "../runtime/env_registry.hpp"
 #include "../tvm_abi.hpp"
-#include "elf_check.hpp"
-#include "hooks.hpp"
-#include "loader.hpp"
-#include "module_blob.hpp"
 #include "../tvm_ffi/call.hpp"
 #include "../tvm_ffi/hooks.hpp"
 #include "../tvm_ffi/imports.hpp"
 #include "../tvm_ffi/library_bin.hpp"
+#include "elf_check.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {

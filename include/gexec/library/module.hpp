@@ -8,6 +8,10 @@
 // module. The table of loaded libraries is therefore process-wide by nature; the
 // runtime keeps the modules it loaded alive (runtime::load_module).
 //
+// A library may be of either ABI TVM compiles to, packed C (packed_c/) or TVM-FFI
+// (tvm_ffi/): the module tells them apart when it loads, which is why it lives above
+// both, in library/ with the binding over it (binding.hpp).
+//
 // This header declares; module_impl.hpp defines, and alone includes Boost.DLL and the
 // dynamic loader's headers.
 
