@@ -23,10 +23,18 @@
 //    (see how <gexec/cuda.hpp> registers "cuda"), and launchers reach the device through
 //    launch_services() (optional, see cuda/backend.hpp).
 // 5. Register the backend: the one line is its name in the list of
-//    <gexec/all_backends.hpp> (with its header included there), which gexec-run, the
-//    Triton backend and the Python package take their devices from. Then add it to the
-//    conformance suite: one subject in tests/test_backend_conformance.cpp saying how to
-//    make it and which cases it does not support, and why.
+//    <gexec/all_backends.hpp> (with its header included there), which gexec-run and the
+//    Triton backend take their devices from:
+//      using all_backends = backends<cpu_backend, cuda_backend, vulkan_backend>;
+//    Then add it to the conformance suite: one subject saying how to make it, which
+//    kernels run on it and which cases it does not support, and why (see
+//    tests/test_backend_conformance.cpp; a wing with its own test folder registers there,
+//    as tests/cuda/test_backend_conformance_cuda.cpp does).
+//
+// null_backend itself is not in all_backends: programs would then accept graphs placed
+// on a device that is the host in disguise. A program that wants it names it in its own
+// list, as above (backends<cpu_backend, null_backend>), or adds it to all_backends with
+// that one line.
 
 #include "../config.hpp"
 
