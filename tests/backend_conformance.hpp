@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -97,7 +98,7 @@ struct bench {
   using stream = typename B::stream_type;
   B backend = S::make();
   std::vector<std::pair<DLDevice, void*>> memory;
-  std::vector<std::pair<DLDevice, stream>> streams;
+  std::deque<std::pair<DLDevice, stream>> streams;  ///< a deque: references to its streams stay valid
 
   bench() = default;
   bench(const bench&) = delete;
