@@ -28,7 +28,6 @@
 #include <doctest/doctest.h>
 
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -170,7 +169,8 @@ TEST_CASE_TEMPLATE_DEFINE("backend conformance: allocation is aligned to 64 byte
 
 TEST_CASE_TEMPLATE_DEFINE("backend conformance: memory that cannot be had is errc::out_of_memory, as gexec::error", S, backend_out_of_memory_cases) {
   bench<S> t;
-  // Sizes no device has, refused before any allocator is asked (no sanitizer aborts).
+  // Sizes no device has. The host-memory backends refuse them before asking the allocator,
+  // so that no sanitizer aborts on them.
   for (std::uint64_t bytes : {std::uint64_t{1} << 63, std::numeric_limits<std::uint64_t>::max() - 63}) {
     CAPTURE(bytes);
     auto e = test::error_of([&] { t.allocate(bytes); });
