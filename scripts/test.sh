@@ -86,7 +86,7 @@ tsan_stage() {
   type=RelWithDebInfo configure "$build-tsan" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF -DGEXEC_BUILD_TOOLS=OFF "${cuda[@]}" \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
   local targets=(test_concurrency test_thread_pool test_runtime test_policies) labels=tsan
-  if [ "${cuda[0]}" = -DGEXEC_ENABLE_CUDA=ON ]; then targets+=(test_cuda test_emulated_driver); labels="tsan|cuda-emulated"; fi
+  if [ "${cuda[0]}" = -DGEXEC_ENABLE_CUDA=ON ]; then targets+=(test_cuda test_emulated_driver test_backend_conformance_cuda); labels="tsan|cuda-emulated"; fi
   cmake --build "$build-tsan" -j "$jobs" --target "${targets[@]}"
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir "$build-tsan" --output-on-failure -L "$labels"
 }

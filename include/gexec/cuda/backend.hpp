@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -182,6 +183,8 @@ class cuda_backend {
   /// Device scratch for compiled kernels from the stream's pool (see above); without a
   /// stream (a kernel called outside an executor's run), straight from the driver.
   void* alloc_workspace(DLDevice d, std::uint64_t bytes, stream_type* s) {
+    if (bytes > std::numeric_limits<std::uint64_t>::max() - 255)  // rounded up below, it would wrap to a small block
+      throw error(errc::out_of_memory, "cuda backend: workspace of " + std::to_string(bytes) + " bytes on " + to_string(d));
     const std::uint64_t size = (std::max<std::uint64_t>(bytes, 1) + 255) / 256 * 256;
     if (s && *s && (*s)->device == d.device_id) {
       stream_state& st = **s;
