@@ -1,4 +1,5 @@
-// gexec-run: runs a TVM graph-executor model from the command line.
+// gexec-run: runs a TVM graph-executor model, or a function of a Relax VM executable
+// (TVM >= 0.20), from the command line.
 //
 //   gexec-run model.so --input data=@image.npy --output-dir out/
 //   gexec-run --graph graph.json --lib lib.so --params params.bin --input x=0.5,-1,2,0.25
@@ -9,6 +10,7 @@
 //   gexec-run --convert-params params.bin params.safetensors
 //   gexec-run model.so -i @inputs.npz --atol 1e-5 --make-bundle bundle/ && gexec-run --verify bundle/
 //   gexec-run --graph graph.json --lib lib.so --params params.bin --compare-dump tvmdbg/ --atol 1e-5
+//   gexec-run relax_model.so --function main -i x=@x.npy --params weights.safetensors --output out.npz
 //
 // Exit status: 0 on success, 1 for any error (bad arguments, bad files, a failing
 // kernel), 2 when an output differs from --expected or a bundle's (--verify), or a node
@@ -40,6 +42,7 @@
 #include <vector>
 
 #include "checks.hpp"
+#include "relax.hpp"
 
 namespace {
 
@@ -175,6 +178,8 @@ int run(options o) {
       fail("--convert-params converts a parameter file and runs nothing: give it alone");
     return convert_params(o);
   }
+  if (!o.model.empty() && o.graph.empty() && o.lib.empty() && (!o.function.empty() || is_relax_library(o.model))) return run_relax(o);
+  if (!o.function.empty()) fail("--function calls a function of a Relax VM executable; " + (o.model.empty() ? std::string("give its library") : o.model + " carries none"));
   const bool split = !o.graph.empty() || !o.lib.empty() || !o.params.empty();
   if (o.model.empty() == !split) fail("give either a single-file MODEL.so, or --graph and --lib (and --params), not both");
   if (split && (o.graph.empty() || o.lib.empty())) fail("--graph and --lib go together (with --params when the model has parameters)");
@@ -276,13 +281,19 @@ int run(options o) {
 
 int main(int argc, char** argv) {
   options o;
-  CLI::App app{"gexec-run " GEXEC_VERSION_STRING ": run a TVM graph-executor model (a single-file library, or graph JSON + kernel library + parameters)"};
+  CLI::App app{"gexec-run " GEXEC_VERSION_STRING ": run a TVM graph-executor model (a single-file library, or graph JSON + kernel library + parameters), "
+               "or a function of a Relax VM executable (TVM >= 0.20)"};
   app.set_version_flag("--version", GEXEC_VERSION_STRING);
   app.add_option("model", o.model, "single-file model library (TVM's export_library)");
   auto* model_group = "Model (split form)";
   app.add_option("-g,--graph", o.graph, "graph JSON")->group(model_group);
   app.add_option("-l,--lib", o.lib, "kernel library (.so)")->group(model_group);
-  app.add_option("-p,--params", o.params, "parameters: TVM's blob (tvm.runtime.save_param_dict) or a .safetensors file")->group(model_group);
+  app.add_option("-p,--params", o.params,
+                 "parameters: TVM's blob (tvm.runtime.save_param_dict) or a .safetensors file; for a Relax executable, weights bound to "
+                 "the arguments of their names")
+      ->group(model_group);
+  app.add_option("-f,--function", o.function, "the function of a Relax VM executable (TVM >= 0.20) to call (default: main, or its only one)")
+      ->group(model_group);
   app.add_option("--convert-params", o.convert_params,
                  "IN OUT: convert parameters between TVM's blob and .safetensors (OUT's extension decides), bit for bit, and exit")
       ->expected(2)

@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 
 struct options {
   std::string model, graph, lib, params;
+  std::string function;  ///< a Relax executable's function to call (default: main, or its only one)
   std::vector<std::string> inputs, expected;
   bool zero_missing = false;
   std::string output_dir, output_file, dump_dir, trace, dot, compare_dump;
