@@ -24,7 +24,7 @@
 
 #include "../binding/payloads.hpp"
 #include "../detail/byte_io.hpp"
-#include "../params.hpp"
+#include "../params/tvm_blob.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 
