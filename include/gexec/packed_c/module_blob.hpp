@@ -24,7 +24,7 @@
 
 #include "../binding/payloads.hpp"
 #include "../detail/byte_io.hpp"
-#include "../params/tvm_blob.hpp"
+#include "../params.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 

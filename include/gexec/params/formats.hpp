@@ -32,19 +32,46 @@ struct param_format_list {
   /// Bytes of an input the sniffers see.
   static constexpr std::size_t head_bytes = 16;
 
-  /// The source for `in`: by magic bytes, else by the path's extension, else the first.
-  static any open(param_input in) {
+  /// What the table picks for an input, without reading more than its head.
+  struct choice {
+    std::string_view format;     ///< the source's `format` ("params", "safetensors", ...)
+    std::string_view extension;  ///< its file extension (".params", ".safetensors", ...)
+    std::size_t index = 0;       ///< its position in the list
+  };
+
+  /// The format `in` is read as: the first whose magic bytes match its head, else the
+  /// first whose extension is the path's, else the first of the list.
+  static choice sniff(const param_input& in) {
     const std::vector<std::byte> head = in.head(head_bytes);
-    std::optional<any> out;
-    ((!out && Sources::sniff(head) ? (out.emplace(std::in_place_type<Sources>, in), 0) : 0), ...);
-    const auto ext = in.path().extension().string();
-    ((!out && !ext.empty() && ext == Sources::extension ? (out.emplace(std::in_place_type<Sources>, in), 0) : 0), ...);
-    if (!out) out.emplace(std::in_place_index<0>, std::move(in));
-    return std::move(*out);
+    const std::string ext = in.path().extension().string();
+    static constexpr std::array<choice, sizeof...(Sources)> all = [] {
+      std::array<choice, sizeof...(Sources)> a{};
+      std::size_t i = 0;
+      ((a[i] = {Sources::format, Sources::extension, i}, ++i), ...);
+      return a;
+    }();
+    std::optional<choice> out;
+    std::size_t i = 0;
+    ((!out && Sources::sniff(head) ? (void)(out = all[i]) : (void)0, ++i), ...);
+    for (const choice& c : all)
+      if (!out && !ext.empty() && ext == c.extension) out = c;
+    return out.value_or(all[0]);
+  }
+
+  /// The source for `in`, as sniff() chooses.
+  static any open(param_input in) {
+    const choice c = sniff(in);
+    return make(c.index, std::move(in), std::index_sequence_for<Sources...>{});
   }
   /// The format `in` would be read as ("params", "safetensors", ...).
-  static std::string_view format_of(const param_input& in) {
-    return std::visit([](const auto& s) { return std::remove_cvref_t<decltype(s)>::format; }, open(in));
+  static std::string_view format_of(const param_input& in) { return sniff(in).format; }
+
+ private:
+  template <std::size_t... I>
+  static any make(std::size_t index, param_input in, std::index_sequence<I...>) {
+    std::optional<any> out;
+    ((index == I ? (void)out.emplace(std::in_place_index<I>, std::move(in)) : (void)0), ...);
+    return std::move(*out);
   }
 };
 
