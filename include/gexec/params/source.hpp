@@ -83,8 +83,6 @@ class param_input {
   /// Opens `path` as `mode` says.
   static param_input open(const std::filesystem::path& path, load_mode mode) { return mode == load_mode::mmap ? mapped(path) : file(path); }
 
-  /// Whether the bytes are in memory (bytes() has them all).
-  [[nodiscard]] bool in_memory() const noexcept { return file_ == nullptr || !bytes_.empty() || size() == 0; }
   /// The bytes in memory: all of them, or none when the input is a file read with pread.
   [[nodiscard]] std::span<const std::byte> bytes() const noexcept { return bytes_; }
   /// What keeps bytes() alive, or null (then sources copy, never view).
