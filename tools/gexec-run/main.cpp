@@ -282,7 +282,7 @@ int main(int argc, char** argv) {
   auto* model_group = "Model (split form)";
   app.add_option("-g,--graph", o.graph, "graph JSON")->group(model_group);
   app.add_option("-l,--lib", o.lib, "kernel library (.so)")->group(model_group);
-  app.add_option("-p,--params", o.params, "parameters: TVM's blob (tvm.runtime.save_param_dict) or a .safetensors file")->group(model_group);
+  app.add_option("-p,--params", o.params, "parameters: TVM's blob (tvm.runtime.save_param_dict), a .safetensors file or an .npz archive")->group(model_group);
   app.add_option("--convert-params", o.convert_params,
                  "IN OUT: convert parameters between TVM's blob and .safetensors (OUT's extension decides), bit for bit, and exit")
       ->expected(2)
