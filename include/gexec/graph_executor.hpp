@@ -51,7 +51,8 @@
 #include "graph/validated.hpp"
 #include "ndarray.hpp"
 #include "observers/observer.hpp"
-#include "params.hpp"
+#include "params/dict.hpp"
+#include "params/source.hpp"
 #include "plan.hpp"
 #include "runtime/run_context.hpp"
 
@@ -150,44 +151,61 @@ class graph_executor {
       self().mark_param(model(), eid);
     }
   }
-  void load_params(std::span<const std::byte> blob) { load_params(load_param_dict(blob)); }
-  void load_params(std::string_view blob) { load_params(load_param_dict(blob)); }
+  /// Reads a blob (TVM's, .safetensors or .npz: the sniff table of <gexec/params.hpp>
+  /// decides, which a program calling this includes) and loads it as above.
+  void load_params(std::span<const std::byte> blob) {
+    detail::param_formats<Backends>::with(param_input::memory(blob), [&](const auto& source) { load_params(read_param_dict(source)); });
+  }
+  void load_params(std::string_view blob) { load_params(detail::as_bytes(blob)); }
   /// Reads each parameter of the file that names a host input straight into this
   /// executor's own memory for it (memory it already has is overwritten in place, fresh
   /// memory is not zeroed first): one pass over the data. Every record is read and
   /// checked before any data is: a malformed file changes nothing. Only a file that
   /// changes while being read (errc::io) can leave some parameters loaded and others not.
+  /// Any format the sniff table reads (needs <gexec/params.hpp>).
   void load_params_file(const std::filesystem::path& path, const load_progress& progress = {}) {
-    const bool done = [&] {
-      detail::busy_guard g(self().turns, "load_params_file");
-      const detail::param_file file(path);
-      std::vector<std::pair<std::uint32_t, const detail::param_record*>> todo;
-      for (const detail::param_record& r : file.records()) {
-        const int index = get_input_index(r.name);
-        if (index < 0) continue;
-        const std::uint32_t eid = input_entry(index);
-        // Checked as load_params checks a tensor: dtype and shape (the data is not read).
-        alignas(64) static std::byte placeholder;
-        detail::tensor_header h = r.header;
-        check_tensor("load_params", r.name, eid, ndarray::view(h.over(&placeholder), nullptr), false);
-        todo.emplace_back(eid, &r);
+    detail::param_formats<Backends>::with(param_input::file(path), [&](const auto& source) {
+      const bool done = [&] {
+        detail::busy_guard g(self().turns, "load_params_file");
+        std::vector<std::pair<std::uint32_t, std::size_t>> todo;  // (entry, the source's index)
+        detail::finish_source(source);  // a malformed file changes nothing
+        const std::span<const param_entry> entries = source.entries();
+        for (std::size_t i = 0; i < entries.size(); ++i) {
+          const param_entry& e = entries[i];
+          const int index = get_input_index(e.name);
+          if (index < 0) continue;
+          const std::uint32_t eid = input_entry(index);
+          // Checked as load_params checks a tensor: dtype and shape (the data is not read).
+          alignas(64) static std::byte placeholder;
+          DLTensor t{&placeholder, cpu(), static_cast<std::int32_t>(e.shape.size()), e.dtype, const_cast<std::int64_t*>(e.shape.data()), nullptr, 0};
+          check_tensor("load_params", e.name, eid, ndarray::view(t, nullptr), false);
+          todo.emplace_back(eid, i);
+        }
+        return self().read_params(model(), source, todo, progress);  // false: not all on the host
+      }();
+      if (!done) {
+        detail::progress_sink sink(&progress, source.input_bytes());
+        load_params(read_param_dict(source, &sink));
       }
-      return self().read_params(model(), file, todo, progress);  // false: not all on the host
-    }();
-    if (!done) load_params(load_param_dict_file(path, load_mode::copy, progress));
+    });
   }
 
   /// Makes this executor read `other`'s memory for the parameters named in `blob` (only
-  /// the names are read); takes no memory of its own for them. The memory stays valid
+  /// the names are used); takes no memory of its own for them. The memory stays valid
   /// after `other` is destroyed. Instances of one model share its parameters already.
   void share_params(executor_view other, std::span<const std::byte> blob) {
+    std::vector<std::string> names;
+    detail::param_formats<Backends>::with(param_input::memory(blob), [&](const auto& source) {
+      detail::finish_source(source);
+      for (const param_entry& e : source.entries()) names.push_back(e.name);
+    });
     detail::busy_guard g(self().turns, "share_params");
     struct share {
       std::uint32_t eid;
       ndarray value;
     };
     std::vector<share> todo;
-    for (const std::string& name : detail::read_param_names(blob)) {
+    for (const std::string& name : names) {
       int index = get_input_index(name), other_index = other.get_input_index(name);
       if (index < 0) continue;
       if (other_index < 0) throw error(errc::not_found, "share_params: the other executor has no input \"" + name + "\"");

@@ -35,7 +35,7 @@
 #include "graph/validated.hpp"
 #include "graph_executor.hpp"
 #include "load_progress.hpp"
-#include "params.hpp"
+#include "params/dict.hpp"
 #include "planners/any_planner.hpp"
 #include "runtime.hpp"
 

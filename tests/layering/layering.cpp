@@ -47,7 +47,7 @@ struct layer {
 const std::vector<layer> layers = {
     {"ground: facts and the error type", {"config.hpp", "error.hpp", "device.hpp", "dtype.hpp", "tvm_abi.hpp", "tvm_ffi_abi.hpp", "load_progress.hpp", "fwd.hpp"}},
     {"ground-floor tools", {"detail/"}},
-    {"tensors, their files, the packed calling convention", {"ndarray.hpp", "safetensors.hpp", "safetensors_impl.hpp", "params.hpp", "npy.hpp", "npz.hpp", "packed_function.hpp"}},
+    {"tensors, their files, the packed calling convention", {"ndarray.hpp", "safetensors.hpp", "safetensors_impl.hpp", "params.hpp", "params/", "npy.hpp", "npz.hpp", "packed_function.hpp"}},
     {"graphs: the schema, its readers and its checks", {"graph/", "graph.hpp"}},
     {"devices and their memory", {"backends/", "allocators/"}},
     {"the runtime: what TVM kept in process globals", {"runtime/", "runtime.hpp", "function_registry.hpp"}},

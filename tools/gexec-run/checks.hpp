@@ -103,7 +103,10 @@ inline void make_bundle(const options& o, loaded& l) {
   std::string manifest = "gexec-bundle 1\n";
   std::vector<std::string> files = {"inputs.npz", "expected.npz"};  // every file the bundle holds, for its checksums
   auto copy = [&](const std::string& from, const std::string& key, std::string name) {
-    if (key == "params" && fs::path(from).extension() == ".safetensors") name = "params.safetensors";
+    if (key == "params") {  // TVM's blob is params.bin; other formats keep their extension, as the sniff table knows them
+      const auto format = gexec::param_format_table::sniff(gexec::param_input::file(from));
+      if (format.format != gexec::tvm_blob_source::format) name = "params" + std::string(format.extension);
+    }
     std::error_code ec;
     fs::copy_file(from, out / name, fs::copy_options::overwrite_existing, ec);
     if (ec) throw gexec::error(gexec::errc::io, "--make-bundle: cannot copy " + from + " to " + (out / name).string() + " (" + ec.message() + ")");

@@ -138,7 +138,7 @@ inline void set_inputs(const options& o, loaded& l, const gexec::param_dict* dum
   if (missing.empty()) return;
   if (weights_unknown)
     fail("no value given for input " + missing + ": without --params these may be the model's weights; give them with --params FILE " +
-         "(TVM's params blob or .safetensors), and the inputs with --input NAME=... (--zero-missing never fills weights)");
+         "(TVM's params blob, .safetensors or .npz), and the inputs with --input NAME=... (--zero-missing never fills weights)");
   fail("no value given for input " + missing + "; give each with --input NAME=..., or pass --zero-missing");
 }
 

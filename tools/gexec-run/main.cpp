@@ -289,8 +289,8 @@ int main(int argc, char** argv) {
   app.add_option("-g,--graph", o.graph, "graph JSON")->group(model_group);
   app.add_option("-l,--lib", o.lib, "kernel library (.so)")->group(model_group);
   app.add_option("-p,--params", o.params,
-                 "parameters: TVM's blob (tvm.runtime.save_param_dict) or a .safetensors file; for a Relax executable, weights bound to "
-                 "the arguments of their names")
+                 "parameters: TVM's blob (tvm.runtime.save_param_dict), a .safetensors file or an .npz archive; for a Relax executable, "
+                 "weights bound to the arguments of their names")
       ->group(model_group);
   app.add_option("-f,--function", o.function, "the function of a Relax VM executable (TVM >= 0.20) to call (default: main, or its only one)")
       ->group(model_group);

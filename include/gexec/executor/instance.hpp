@@ -23,7 +23,8 @@
 #include "../error.hpp"
 #include "../load_progress.hpp"
 #include "../ndarray.hpp"
-#include "../params.hpp"
+#include "../params/dict.hpp"
+#include "../params/source.hpp"
 #include "../plan.hpp"
 #include "../planners/planner.hpp"
 #include "../runtime/run_context.hpp"
@@ -190,33 +191,35 @@ struct executor_instance {
         }
     inputs_ready = true;
   }
-  /// Reads records of `file` straight into the own memory of their entries (`todo`,
-  /// checked): memory already there is overwritten in place, fresh memory is zeroed only
-  /// where the tensor does not cover all of its storage. False, and nothing done, where
+  /// Reads tensors of `source` (a param_source) straight into the own memory of their
+  /// entries (`todo`: entry, the source's index; checked): memory already there is
+  /// overwritten in place, fresh memory is zeroed only where the tensor does not cover
+  /// all of its storage. False, and nothing done, where
   /// one of them is not on the host.
-  bool read_params(const model_state& m, const param_file& file, std::span<const std::pair<std::uint32_t, const param_record*>> todo,
+  template <class Source>
+  bool read_params(const model_state& m, const Source& source, std::span<const std::pair<std::uint32_t, std::size_t>> todo,
                    const load_progress& progress) {
     for (auto [eid, r] : todo)
       if (m.plan.storage[m.storage_of(eid)].device.device_type != kDLCPU) return false;
     std::vector<std::size_t> unzeroed;
     for (auto [eid, r] : todo) {
       const std::size_t sid = m.storage_of(eid);
-      const bool covers = m.plan.storage[sid].bytes == r->header.bytes && m.input_roots_begin[sid + 1] - m.input_roots_begin[sid] == 1;
+      const bool covers = m.plan.storage[sid].bytes == source.entries()[r].bytes && m.input_roots_begin[sid + 1] - m.input_roots_begin[sid] == 1;
       if (covers && !storage[sid]) unzeroed.push_back(sid);
       reserve_own(m, eid, !covers);  // may throw: before anything changes
     }
-    progress_sink sink(&progress, file.size());
+    progress_sink sink(&progress, source.input_bytes());
     try {
       for (auto [eid, r] : todo) {
         make_own(m, eid);
-        file.read(*r, plan.entries[eid].data, &sink);
+        source.read(r, plan.entries[eid].data, &sink);
         mark_param(m, eid);
       }
     } catch (...) {  // nothing reads memory no one wrote
       for (std::size_t sid : unzeroed) std::memset(storage[sid].get(), 0, static_cast<std::size_t>(m.plan.storage[sid].bytes));
       throw;
     }
-    sink.report(file.size());
+    sink.report(source.input_bytes());
     return true;
   }
 
