@@ -235,6 +235,8 @@ def main(out):
             arrays = {"in%d" % i: a for i, a in enumerate(args)}
             arrays.update({"out%d" % i: o for i, o in enumerate(outs)})
             np.savez(os.path.join(out, data + ".npz"), **arrays)
+            for key, a in arrays.items():  # the same one file an array, for gexec-run (tests/relax/run_cli.sh)
+                np.save(os.path.join(out, "%s_%s.npy" % (data, key)), a)
             for p in params or [None]:
                 case = {"name": data + ("" if p is None else "/" + p.split(".")[-1]), "library": lib_path, "function": function,
                         "data": data + ".npz", "inputs": len(args), "outputs": len(outs)}

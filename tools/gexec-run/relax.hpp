@@ -89,7 +89,7 @@ inline std::vector<gexec::ndarray> read_arguments(const options& o, const std::v
 }
 
 inline void print_info(const gexec::relax::executable& exe) {
-  std::cout << "Relax VM executable " << exe.source() << "\nfunctions:\n";
+  std::cout << exe.source() << "\nfunctions:\n";
   for (const std::string& f : exe.function_names()) {
     std::cout << "  " << f << "(";
     const auto infos = argument_infos(exe, f);
