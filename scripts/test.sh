@@ -179,6 +179,7 @@ python_stage() {
   here=$(mktemp -d)
   (cd "$here" && "$venv/bin/python" -c 'import gexec, sys; sys.exit(0 if "/venv/" in gexec.__file__ else "gexec imported from " + gexec.__file__)' &&
     GEXEC_CONFORMANCE_DIR=$out/conformance GEXEC_TEST_KERNELS=$out/tests/kernels/libgexec_test_kernels.so GEXEC_TESTS_REQUIRE_ARTIFACTS=1 \
+      GEXEC_RELAX_DIR=$out/relax \
       GEXEC_TVM_PYTHON=$out/conformance/venv/bin/python \
       "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs "$root/python/tests") || rc=$?
   rm -rf "$here"

@@ -1,5 +1,6 @@
 """gexec: run Apache TVM graph-executor models (graph JSON + kernel library + params)
-from Python without TVM, through TVM v0.19's Python API:
+and Relax VM executables (TVM >= 0.20; gexec.relax.VirtualMachine) from Python without
+TVM, through TVM's Python API:
 
     import gexec
     from gexec.contrib import graph_executor
@@ -25,8 +26,9 @@ from . import nd, runtime  # noqa: E402
 from .contrib import graph_executor  # noqa: E402
 from .model import Model  # noqa: E402
 from .compare import DumpComparison, compare_dump  # noqa: E402
+from . import relax  # noqa: E402
 
 __version__ = _gexec.__version__
 
 __all__ = ["Error", "NotFoundError", "InvalidArgumentError", "UnsupportedError", "Device", "cpu", "cuda", "device",
-           "nd", "runtime", "graph_executor", "Model", "compare_dump", "DumpComparison", "__version__"]
+           "nd", "runtime", "graph_executor", "relax", "Model", "compare_dump", "DumpComparison", "__version__"]

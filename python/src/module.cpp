@@ -341,6 +341,8 @@ nb::bytes to_bytes(const std::vector<std::byte>& v) { return nb::bytes(reinterpr
 
 }  // namespace
 
+void bind_relax(nb::module_& m);  // relax.cpp
+
 NB_MODULE(_gexec, m) {
   m.doc() = "gexec's compiled core; use the gexec package";
   m.attr("__version__") = GEXEC_PYTHON_VERSION;
@@ -634,4 +636,5 @@ NB_MODULE(_gexec, m) {
   m.def("_create", [](std::string_view graph_json, const library_box& lib, const std::vector<std::pair<int, int>>& devices) {
     return executor_box{gexec::create(graph_json, lib.lib, to_devices(devices)), {}};
   });
+  bind_relax(m);
 }

@@ -2,6 +2,8 @@
 GEXEC_CONFORMANCE_DIR  the TVM-compiled models (tests/conformance/make_models.sh, made by
                        the g++ build's ctest into <build>/conformance)
 GEXEC_TEST_KERNELS     tests/kernels' libgexec_test_kernels.so (the g++ build's tests/kernels)
+GEXEC_RELAX_DIR        the Relax models today's TVM built (tests/relax/make_models.sh, made by the
+                       g++ build's ctest into <build>/relax)
 Tests that need one of them are skipped, saying why, when it is not there; with
 GEXEC_TESTS_REQUIRE_ARTIFACTS=1 (the test command sets it) they fail instead."""
 
@@ -36,6 +38,18 @@ def conformance_dir():
 @pytest.fixture(scope="session")
 def manifest(conformance_dir):
     return json.loads((conformance_dir / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def relax_dir():
+    d = _env_path("GEXEC_RELAX_DIR")
+    if d is None:
+        _missing("GEXEC_RELAX_DIR is not set (the Relax models of <build>/relax)")
+    if (d / "SKIPPED").is_file():
+        pytest.skip("the Relax models were not built: " + (d / "SKIPPED").read_text().strip())
+    if not (d / "manifest.json").is_file():
+        _missing("no Relax models in %s (manifest.json missing)" % d)
+    return d
 
 
 @pytest.fixture(scope="session")

@@ -277,6 +277,12 @@ class virtual_machine {
     storage_.resize(exe_.require().code.code.size());
     runners_.resize(exe_.require().code.functions.size());
   }
+  /// A virtual machine's storage and executors are its own: it moves, never copies.
+  virtual_machine(const virtual_machine&) = delete;
+  virtual_machine& operator=(const virtual_machine&) = delete;
+  virtual_machine(virtual_machine&&) noexcept = default;
+  virtual_machine& operator=(virtual_machine&&) noexcept = default;
+  ~virtual_machine() = default;
 
   [[nodiscard]] const executable& get_executable() const noexcept { return exe_; }
 
