@@ -32,7 +32,7 @@
 #   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core),
 #                  the footprint of a static deployment (benchmarks/footprint: resnet natively, mlp for aarch64),
 #                  a conformance model served through Triton against in-process run(), and gexec from Python against
-#                  C++ and TVM's Python API (benchmarks/python)
+#                  C++ and TVM's Python API (benchmarks/python), and Relax executables against TVM's VM (benchmarks/relax)
 # gexec's own code (tests, tools, examples, benchmarks) builds with -Wall -Wextra, and
 # here with -Werror too (GEXEC_WARNINGS_AS_ERRORS=ON); users' builds get no -Werror.
 # ccache keeps rebuilds cheap when it is installed (scripts/deps.sh installs it); the
@@ -205,6 +205,9 @@ bench_stage() {
   bash benchmarks/load/callgrind.sh "$build"
   "$b/gexec_bench_load_params" $conformance
   "$b/gexec_bench_safetensors"
+  if [ -f "$build/relax/manifest.txt" ]; then  # Relax executables against TVM's VM on the same libraries, 1 and 2 threads
+    for t in 1 2; do TVM_NUM_THREADS=$t "$b/gexec_bench_relax" "$build/relax" --tvm-python "$build/tvm_ffi/venv/bin/python"; done
+  fi
   if [ -x "$b/gexec_bench_cuda" ]; then "$b/gexec_bench_cuda"; fi  # a GPU's figures; SKIPPED without one
   REPEAT=1 bash benchmarks/compile/run.sh  # one compile each here: the figures follow the machine's load anyway
   # A static program with resnet linked in natively, and with mlp for aarch64 where the arm stage made its models.
