@@ -260,4 +260,27 @@ class ndarray {
   std::shared_ptr<detail::ndarray_state> state_;
 };
 
+namespace detail {
+
+/// Host storage for a tensor read from a file (a parameter blob, a .npy, a module blob),
+/// not zeroed (its bytes are about to be overwritten); errc::out_of_memory naming the
+/// tensor if it cannot be had.
+template <class Reader>
+ndarray allocate_tensor(const Reader& in, std::vector<std::int64_t>& shape, DLDataType dtype, std::uint64_t bytes) {
+  void* p = nullptr;
+  try {
+    p = allocate_aligned(bytes);
+  } catch (const error&) {
+    in.fail(errc::out_of_memory, "cannot allocate " + std::to_string(bytes) + " bytes for the tensor data");
+  }
+  std::shared_ptr<void> storage(p, &free_aligned);
+  // The padding after the elements (up to the alignment) is zeroed, as ndarray::empty's is.
+  const auto padded = align_up(bytes == 0 ? 1 : bytes, host_alignment);
+  std::memset(static_cast<std::byte*>(p) + bytes, 0, static_cast<std::size_t>(padded - bytes));
+  DLTensor t{p, cpu(), static_cast<std::int32_t>(shape.size()), dtype, shape.data(), nullptr, 0};
+  return ndarray::view(t, std::move(storage));
+}
+
+}  // namespace detail
+
 GEXEC_NAMESPACE_END

@@ -65,7 +65,6 @@
 #include "dtype.hpp"
 #include "error.hpp"
 #include "ndarray.hpp"
-#include "params/dict.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 

@@ -127,6 +127,11 @@ class byte_reader : public reader_base {
 };
 
 /// "a FIFO", "a directory", ...: what a path is when it is not a regular file.
+/// The bytes of a string (a file read into memory, a blob held as text).
+inline std::span<const std::byte> as_bytes(std::string_view s) noexcept {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+
 inline const char* file_kind(mode_t mode) noexcept {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO";

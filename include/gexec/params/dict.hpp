@@ -158,24 +158,6 @@ class mapped_file {
   std::size_t size_ = 0;
 };
 
-/// Host storage for a tensor read from a blob, not zeroed (its bytes are about to be
-/// overwritten); errc::out_of_memory naming the tensor if it cannot be had.
-template <class Reader>
-ndarray allocate_tensor(const Reader& in, std::vector<std::int64_t>& shape, DLDataType dtype, std::uint64_t bytes) {
-  void* p = nullptr;
-  try {
-    p = allocate_aligned(bytes);
-  } catch (const error&) {
-    in.fail(errc::out_of_memory, "cannot allocate " + std::to_string(bytes) + " bytes for the tensor data");
-  }
-  std::shared_ptr<void> storage(p, &free_aligned);
-  // The padding after the elements (up to the alignment) is zeroed, as ndarray::empty's is.
-  const auto padded = align_up(bytes == 0 ? 1 : bytes, host_alignment);
-  std::memset(static_cast<std::byte*>(p) + bytes, 0, static_cast<std::size_t>(padded - bytes));
-  DLTensor t{p, cpu(), static_cast<std::int32_t>(shape.size()), dtype, shape.data(), nullptr, 0};
-  return ndarray::view(t, std::move(storage));
-}
-
 /// A tensor record up to its data: what the data will be, checked.
 struct tensor_header {
   std::vector<std::int64_t> shape;
@@ -202,10 +184,6 @@ struct param_dict_access {
 /// regular file (a FIFO, a directory, a device) and for what cannot be read.
 inline std::string read_file_bytes(const std::filesystem::path& path, std::string_view what) {
   return regular_file(path, what).read_all();
-}
-
-inline std::span<const std::byte> as_bytes(std::string_view s) noexcept {
-  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
 }
 
 /// A dict of (name, tensor) pairs, in their order.
