@@ -19,6 +19,7 @@
 #include <gexec/contrib/sort.hpp>
 #include <gexec/all_backends.hpp>
 #include <gexec/executor.hpp>
+#include <gexec/relax.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -171,7 +172,35 @@ struct model_sources {
   std::optional<gexec::factory> embedded;
 };
 
-model_sources load_sources(const model_files& f, const std::shared_ptr<gexec::runtime>& rt) {
+/// A Relax VM executable's function as a graph model's sources: the graph gexec made of
+/// it, the library, and its constants and bound weights as parameters. The weights that
+/// nn.Module leaves as arguments come from a parameter file beside model.so
+/// (params.safetensors, params or params.bin), bound by name. A function that is
+/// interpreted (control flow, shapes known only at run time) is refused with the reason.
+model_sources load_relax_sources(const model_files& f, const std::shared_ptr<gexec::runtime>& rt, const std::string& wanted) {
+  gexec::relax::executable_options o;
+  o.model.runtime = rt;
+  fs::path weights;
+  for (const char* name : {"params.safetensors", "params", "params.bin"})
+    if (weights.empty() && fs::exists(f.library.parent_path() / name)) weights = f.library.parent_path() / name;
+  const gexec::relax::executable exe =
+      weights.empty() ? gexec::relax::load_executable(f.library, std::move(o)) : gexec::relax::load_executable(f.library, weights, std::move(o));
+  std::string function = wanted;
+  if (function.empty()) {
+    const auto names = exe.function_names();
+    function = names.size() == 1 ? names.front() : "main";
+  }
+  const gexec::relax::graph_program* g = exe.graph_of(function);  // errc::not_found naming the functions there are
+  if (!g)
+    throw gexec::error(gexec::errc::unsupported, "Relax function \"" + function + "\" is interpreted (" + exe.interpreted_because(function) +
+                                                     "); Triton serves the functions gexec runs as graphs (static shapes, no control flow)");
+  return {g->function.graph, exe.library(), g->function.params, std::nullopt};
+}
+
+model_sources load_sources(const model_files& f, const std::shared_ptr<gexec::runtime>& rt, const std::string& relax_function) {
+  if (f.graph.empty() && gexec::relax::carries_executable(rt->load_module(f.library))) return load_relax_sources(f, rt, relax_function);
+  if (!relax_function.empty()) throw gexec::error(gexec::errc::invalid_argument, "parameter function names a function of a Relax VM executable; " +
+                                                                                       f.library.string() + " carries none");
   if (f.graph.empty()) {
     gexec::factory embedded = gexec::load_factory(f.library, rt);
     model_sources s{gexec::parse_graph(embedded.graph_json()), embedded.lib(), embedded.params(), std::nullopt};
@@ -280,7 +309,7 @@ class model_state {
                                                  : gexec::runtime::global().shared_from_this();
     if (settings_.num_threads > 0) gexec::contrib::register_sort_functions(*options_.runtime);
     options_.planner = gexec::planner_named(settings_.planner);
-    sources_ = load_sources(files, options_.runtime);
+    sources_ = load_sources(files, options_.runtime, settings_.function);
     on_cuda_ = places_on_cuda(sources_.graph.compact());
     if (!on_cuda_) (void)model_on(-1);  // a host model is built now, so that what is wrong with it fails the load
 

@@ -85,6 +85,8 @@ struct settings {
   /// The CUDA devices KIND_MODEL instances are placed on, in turn ("0,1"); empty: every
   /// device the driver has.
   std::vector<int> cuda_devices;
+  /// A Relax VM executable's function to serve (default: main, or its only one).
+  std::string function;
 };
 
 [[noreturn]] inline void config_error(const std::string& what) { throw gexec::error(gexec::errc::invalid_argument, what); }
@@ -226,9 +228,12 @@ inline settings read_settings(const json::object& config) {
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
+    } else if (key == "function") {
+      if (v.empty()) config_error("parameter function: expected the name of a function of the Relax executable");
+      s.function = v;
     } else {
       config_error("unknown parameter \"" + std::string(key) +
-                   "\" (gexec reads num_threads, planner, execution_policy, weights_as_inputs, cuda_graph and cuda_devices)");
+                   "\" (gexec reads num_threads, planner, execution_policy, weights_as_inputs, cuda_graph, cuda_devices and function)");
     }
   }
   return s;

@@ -157,6 +157,39 @@ output [ { name: "tvmgen_default_fused_reshape_add", data_type: TYPE_FP32, dims:
     return repo
 
 
+def add_relax_models(relax, root, repo):
+    """Relax VM executables from today's TVM (tests/relax/make_models.sh): a function with
+    its weights as constants, nn.Module's MLP with its weights in params.safetensors beside
+    model.so, and a function gexec interprets (a dynamic batch), refused with the reason.
+    Returns {served name: (npz of TVM's VM's inputs and outputs, input names)}."""
+    served = {}
+    harness.make_model_dir(root, "relax_mlp", {"model.so": os.path.join(relax, "mlp_constants.so")}, AUTO)
+    served["relax_mlp"] = (os.path.join(relax, "mlp_constants.npz"), ["x"])
+    harness.make_model_dir(root, "relax_nn_mlp", {"model.so": os.path.join(relax, "nn_mlp.so"),
+                                                  "params.safetensors": os.path.join(relax, "nn_mlp.safetensors")},
+                           AUTO + 'parameters: { key: "function" value: { string_value: "forward" } }\n')
+    served["relax_nn_mlp"] = (os.path.join(relax, "nn_mlp.npz"), ["x"])
+    with open(os.path.join(relax, "dynamic_batch.so"), "rb") as f:
+        repo.broken("bad_relax_interpreted", {"model.so": f.read()}, AUTO,
+                    'Relax function \\"main\\" is interpreted (argument \\"x\\" has no static shape')
+    return served
+
+
+def check_relax(server, served):
+    import numpy as np
+
+    states = server.model_states()
+    for name, (npz, input_names) in sorted(served.items()):
+        state, reason = states.get(name, ("missing", ""))
+        if not check(state == "READY", "Relax model %s is READY (%s %s)" % (name, state, reason)):
+            continue
+        data = np.load(npz)
+        for protocol in ("http", "grpc"):
+            client = make_client(protocol, server)
+            got = infer(protocol, client, name, {n: data["in%d" % i] for i, n in enumerate(input_names)}, ["output0"])
+            check(same(got["output0"], data["out0"]), "Relax model %s over %s: bit-identical to TVM's VM" % (name, protocol))
+
+
 # ---- clients ---------------------------------------------------------------------------------
 
 def client_module(protocol):
@@ -556,6 +589,7 @@ def main():
     p.add_argument("--backend-dir", required=True)
     p.add_argument("--conformance", required=True)
     p.add_argument("--work", required=True)
+    p.add_argument("--relax", default="", help="the Relax suite's models (tests/relax/make_models.sh), served where they were built")
     args = p.parse_args()
     env = harness.skip_if_unavailable(args.env)
     skipped = os.path.join(args.conformance, "SKIPPED")
@@ -572,6 +606,11 @@ def main():
         models = json.load(f)["models"]
     os.makedirs(args.work, exist_ok=True)
     repo = build_repository(args.conformance, os.path.join(args.work, "repository"), models)
+    relax_served = {}
+    if args.relax and os.path.isfile(os.path.join(args.relax, "manifest.json")):
+        relax_served = add_relax_models(args.relax, repo.root, repo)
+    elif args.relax:
+        print("note: no Relax models in %s; not served" % args.relax)
     refs = {m: Reference(args.conformance, m) for m in set(repo.good.values())}
     log = os.path.join(args.work, "server.log")
     try:
@@ -581,6 +620,7 @@ def main():
             check_weights_as_inputs(server, args, refs)
             check_named_outputs(server, refs)
             check_models(server, repo, refs)
+            check_relax(server, relax_served)
             check_batching(server, refs)
             check_bad_requests(server, refs)
             check_load(server, repo, refs)

@@ -52,7 +52,7 @@ TEST_CASE("data types map one to one to Triton's, and what has no equivalent is 
   CHECK(contains(error_of([&] { (void)gt::complete_config(config("{}"), vec4, {}, true); }), "x: data type float32x4 has no Triton equivalent"));
 }
 
-TEST_CASE("parameters: defaults, the four known keys, and a clear error for anything else") {
+TEST_CASE("parameters: defaults, the known keys, and a clear error for anything else") {
   const gt::settings d = gt::read_settings(config("{}"));
   CHECK(d.num_threads == 0);
   CHECK(d.planner == "as_compiled");
@@ -66,10 +66,14 @@ TEST_CASE("parameters: defaults, the four known keys, and a clear error for anyt
   CHECK(s.execution_policy == "parallel");
   CHECK(s.weights_as_inputs);
   CHECK_FALSE(gt::read_settings(config(R"({"parameters": {"weights_as_inputs": {"string_value": "false"}}})")).weights_as_inputs);
+  CHECK(d.function.empty());
+  CHECK(gt::read_settings(config(R"({"parameters": {"function": {"string_value": "forward"}}})")).function == "forward");
+  CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"function": {"string_value": ""}}})")); }),
+                 "parameter function: expected the name of a function of the Relax executable"));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"weights_as_inputs": {"string_value": "yes"}}})")); }),
                  "parameter weights_as_inputs \"yes\": expected true or false"));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"threads": {"string_value": "3"}}})")); }),
-                 "unknown parameter \"threads\" (gexec reads num_threads, planner, execution_policy, weights_as_inputs, cuda_graph and cuda_devices)"));
+                 "unknown parameter \"threads\" (gexec reads num_threads, planner, execution_policy, weights_as_inputs, cuda_graph, cuda_devices and function)"));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"num_threads": {"string_value": "-1"}}})")); }),
                  "parameter num_threads \"-1\""));
   CHECK(contains(error_of([] { (void)gt::read_settings(config(R"({"parameters": {"num_threads": {"string_value": "2x"}}})")); }),

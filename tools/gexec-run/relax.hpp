@@ -16,14 +16,7 @@
 namespace gexec_run {
 
 /// Whether the single-file library `path` carries a Relax VM executable.
-inline bool is_relax_library(const std::string& path) {
-  const gexec::module lib = gexec::load_module(path);
-  const auto bin = lib.data_symbol("__tvm_ffi__library_bin");
-  if (bin.empty()) return false;
-  for (const gexec::library_bin_module& m : gexec::parse_library_bin(bin, "__tvm_ffi__library_bin of " + path).modules)
-    if (m.kind == "relax.VMExecutable") return true;
-  return false;
-}
+inline bool is_relax_library(const std::string& path) { return gexec::relax::carries_executable(gexec::load_module(path)); }
 
 namespace relax_run {
 

@@ -157,6 +157,8 @@ class executable {
   }
 
   [[nodiscard]] const vm_executable& code() const { return require().code; }
+  /// The library whose kernels the executable calls.
+  [[nodiscard]] const module& library() const { return require().library; }
   [[nodiscard]] const std::string& source() const { return require().source; }
   /// The executable's own functions (what invoke() takes), in table order.
   [[nodiscard]] std::vector<std::string> function_names() const {
@@ -242,6 +244,16 @@ class executable {
 
   std::shared_ptr<const state> s_;
 };
+
+/// Whether `lib` carries a Relax VM executable (a relax.VMExecutable module in its
+/// __tvm_ffi__library_bin): what tells a Relax model from a graph executor library.
+inline bool carries_executable(const module& lib) {
+  const std::span<const std::byte> bin = lib.data_symbol("__tvm_ffi__library_bin");
+  if (bin.empty()) return false;
+  for (const library_bin_module& m : parse_library_bin(bin, "__tvm_ffi__library_bin of " + lib.path().string()).modules)
+    if (m.kind == "relax.VMExecutable") return true;
+  return false;
+}
 
 /// Reads the executable a single-file library carries (its __tvm_ffi__library_bin) and
 /// resolves it against the library's kernels.
