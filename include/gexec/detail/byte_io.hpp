@@ -247,6 +247,11 @@ class regular_file {
 
  private:
   [[noreturn]] void fail_errno(const char* doing, int err) const {
+    // EOVERFLOW: a file of 2 GiB or more, in a 32-bit process built without 64-bit
+    // file offsets; no such file fits the address space anyway.
+    if (err == EOVERFLOW)
+      throw error(errc::out_of_memory, std::string(doing) + " " + name() + ": it is larger than this 32-bit process can address (" +
+                                           std::generic_category().message(err) + ")");
     throw error(errc::io, std::string(doing) + " " + name() + ": " + std::generic_category().message(err));
   }
   [[noreturn]] void fail_not_regular(mode_t mode) const {
