@@ -1,15 +1,18 @@
 """Modules and parameter files, as tvm.runtime: load_module, Module, save_param_dict,
-load_param_dict, and the NDArray and Device types."""
+load_param_dict, the NDArray and Device types, and the containers TVM's
+functions return (runtime.container: String, ShapeTuple)."""
 
 import os
 
-from . import _gexec
+from . import _gexec, container
 from ._device import Device, cpu, cuda, device, to_devices  # noqa: F401 (re-exported as in tvm.runtime)
 from ._errors import NotFoundError, UnsupportedError
+from .container import ShapeTuple, String
 from .nd import NDArray, _as_input, array
 
 __all__ = ["Module", "load_module", "save_param_dict", "load_param_dict", "save_param_dict_to_file",
-           "load_param_dict_from_file", "NDArray", "Device", "device", "cpu", "cuda"]
+           "load_param_dict_from_file", "NDArray", "Device", "device", "cpu", "cuda", "container",
+           "String", "ShapeTuple"]
 
 
 class Module:
@@ -49,7 +52,7 @@ class Module:
         if name == "get_graph_json":
             return lib.graph_json
         if name in ("get_graph_params", "get_params"):
-            return lib.graph_params
+            return lambda: container.Map(lib.graph_params())
         return None
 
     def implements_function(self, name, query_imports=False):

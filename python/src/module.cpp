@@ -18,6 +18,7 @@
 
 #include <Python.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -271,6 +272,10 @@ void at_exit() {
 struct executor_box {
   executor_type ex;
   std::string policy;  // empty: run()'s default (the flat loop)
+  // Whether get_input_info lists the model's own parameters, as TVM's does for an
+  // executor made by a library's factory (lib["default"]: its parameters are set as
+  // inputs, not loaded), and not for graph + library + load_params (TVM's param_names_).
+  bool params_are_inputs = false;
 
   void check_input(int index) const {
     if (index < 0 || index >= ex.get_num_inputs())
@@ -301,6 +306,7 @@ struct executor_box {
 struct model_box {
   gexec::model m;
   std::string policy;
+  bool params_are_inputs = false;  // a single-file model: see executor_box
 };
 
 gexec::model_options make_options(std::optional<int> num_threads, std::optional<std::string> planner) {
@@ -477,6 +483,26 @@ NB_MODULE(_gexec, m) {
         for (auto& t : b.ex.get_input_info()) out.emplace_back(t.name, t.shape, gexec::to_string(t.dtype));
         return out;
       })
+      // TVM's GetInputInfo: every input but the parameters loaded into this executor
+      // (load_params, share_params); the model's own parameters too where they came from
+      // the library's factory (params_are_inputs).
+      .def("tvm_input_info", [](const executor_box& b) {
+        std::vector<std::tuple<std::string, std::vector<std::int64_t>, std::string>> out;
+        const auto& m = *b.ex.get_model_state();
+        const auto& g = m.compact();
+        std::vector<std::string> not_params;
+        for (auto& t : b.ex.get_input_info()) not_params.push_back(t.name);
+        for (std::size_t i = 0; i < g.arg_nodes.size(); ++i) {
+          std::string name(g.name(g.arg_nodes[i]));
+          const bool listed = std::find(not_params.begin(), not_params.end(), name) != not_params.end() ||
+                              (b.params_are_inputs && m.params[i].defined());
+          if (!listed) continue;
+          const std::uint32_t eid = m.input_entry(i);
+          const auto shape = g.shape(eid);
+          out.emplace_back(std::move(name), std::vector<std::int64_t>(shape.begin(), shape.end()), gexec::to_string(g.dltype[eid]));
+        }
+        return out;
+      })
       .def("get_output_info", [](const executor_box& b) {
         std::vector<std::tuple<std::string, std::vector<std::int64_t>, std::string>> out;
         for (auto& t : b.ex.get_output_info()) out.emplace_back(t.name, t.shape, gexec::to_string(t.dtype));
@@ -598,7 +624,7 @@ NB_MODULE(_gexec, m) {
           [](const std::string& path, std::optional<int> num_threads, std::optional<std::string> planner, std::optional<std::string> policy) {
             auto o = make_options(num_threads, planner);
             auto p = checked_policy(policy);
-            return model_box{gexec::model::load(path, std::move(o)), p};
+            return model_box{gexec::model::load(path, std::move(o)), p, true};
           },
           "path"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none())
       .def_static(
@@ -610,7 +636,7 @@ NB_MODULE(_gexec, m) {
             return model_box{gexec::model::load(graph, lib, params, std::move(o)), p};
           },
           "graph"_a, "lib"_a, "params"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none())
-      .def("instantiate", [](const model_box& b) { return executor_box{b.m.instantiate(), b.policy}; })
+      .def("instantiate", [](const model_box& b) { return executor_box{b.m.instantiate(), b.policy, b.params_are_inputs}; })
       .def_prop_ro("param_bytes", [](const model_box& b) { return b.m.param_bytes(); })
       .def_prop_ro("policy", [](const model_box& b) { return b.policy; });
 
@@ -630,7 +656,7 @@ NB_MODULE(_gexec, m) {
         if (!b.fac)
           throw gexec::error(gexec::errc::invalid_module, b.lib.path().string() + " embeds no graph: it is a kernel library "
                                                           "(pass it to graph_executor.create with the graph JSON)");
-        return executor_box{b.fac->create(to_devices(devices)), {}};
+        return executor_box{b.fac->create(to_devices(devices)), {}, true};
       });
 
   m.def("_create", [](std::string_view graph_json, const library_box& lib, const std::vector<std::pair<int, int>>& devices) {

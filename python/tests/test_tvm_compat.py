@@ -78,3 +78,51 @@ def test_numpy_arrays_of_another_dtype_are_converted(lib):
     with pytest.raises(ValueError) as e:
         m.set_input_zero_copy("x", x)
     assert e.value.code == "dtype_mismatch"
+
+
+# ---- get_input_info as TVM lists it -----------------------------------------------------
+
+def test_input_info_lists_the_parameters_of_a_single_file_model(conformance_dir):
+    d, inputs, want = _mlp(conformance_dir)
+    graph = json.loads((d / "graph.json").read_text())
+    arg_names = [graph["nodes"][i]["name"] for i in graph["arg_nodes"]]
+    shapes = {graph["nodes"][i]["name"]: graph["attrs"]["shape"][1][i] for i in graph["arg_nodes"]}
+    dtypes = {graph["nodes"][i]["name"]: graph["attrs"]["dltype"][1][i] for i in graph["arg_nodes"]}
+    assert len(arg_names) > 1  # data and the weights
+
+    def check(m, names):
+        shape_dict, dtype_dict = m.get_input_info()
+        assert isinstance(shape_dict, gexec.container.Map) and isinstance(dtype_dict, gexec.container.Map)
+        assert list(shape_dict) == names and list(dtype_dict) == names
+        for name in names:
+            assert isinstance(shape_dict[name], gexec.runtime.container.ShapeTuple)
+            assert shape_dict[name] == gexec.runtime.container.ShapeTuple(shapes[name]) == shapes[name]
+            assert isinstance(dtype_dict[name], gexec.runtime.container.String) and dtype_dict[name] == dtypes[name]
+
+    # a single-file library's factory sets its parameters as inputs: TVM lists them
+    lib = gexec.runtime.load_module(d / "model.so")
+    check(graph_executor.GraphModule(lib["default"](gexec.cpu(0))), arg_names)
+    check(gexec.Model.load(d / "model.so").instantiate(), arg_names)
+    # graph + kernels: every input until load_params loads the weights (TVM's param_names_)
+    m = graph_executor.create((d / "graph.json").read_text(), gexec.runtime.load_module(d / "lib.so"), gexec.cpu(0))
+    check(m, arg_names)
+    m.load_params((d / "params.bin").read_bytes())
+    check(m, ["data"])
+    check(gexec.Model.load((d / "graph.json", d / "lib.so", d / "params.bin")).instantiate(), ["data"])
+    out_shapes, out_dtypes = m.get_output_info()
+    assert isinstance(out_shapes, gexec.container.Map) and list(out_shapes.values()) == [want.shape]
+    assert all(isinstance(v, gexec.runtime.ShapeTuple) for v in out_shapes.values())
+    assert list(out_dtypes.values()) == [str(want.dtype)]
+    params = lib["get_graph_params"]()
+    assert isinstance(params, gexec.container.Map) and sorted(params) == sorted(arg_names[1:])
+
+
+def test_containers():
+    s = gexec.runtime.container.ShapeTuple([1, 3, 224, 224])
+    assert s == (1, 3, 224, 224) and s == [1, 3, 224, 224] and s != [1, 3] and s != (1, 3, 224, 225)
+    assert s[1] == 3 and len(s) == 4 and hash(s) == hash((1, 3, 224, 224)) and isinstance(s, tuple)
+    assert gexec.runtime.ShapeTuple(np.array([2, 3])[:1].tolist()) == [2]
+    with pytest.raises(TypeError):
+        gexec.runtime.ShapeTuple([1.5])
+    assert gexec.runtime.String("float32") == "float32" and isinstance(gexec.runtime.String("x"), str)
+    assert gexec.container.Map({"a": 1})["a"] == 1

@@ -20,6 +20,7 @@ import numpy as np
 from .. import _gexec
 from .._device import Device, to_devices
 from .._errors import InvalidArgumentError
+from ..container import Map, ShapeTuple, String
 from ..nd import NDArray, _as_input, _as_target, numpy_dtype
 from ..runtime import Module
 
@@ -190,20 +191,16 @@ class GraphModule:
         return self._ex.get_output_index(name)
 
     def get_input_info(self):
-        """(shape_dict, dtype_dict) of the inputs that are not parameters, as TVM."""
-        shapes, dtypes = {}, {}
-        for name, shape, dtype in self._ex.get_input_info():
-            shapes[name] = tuple(shape)
-            dtypes[name] = dtype
-        return shapes, dtypes
+        """(shape_dict, dtype_dict) of the inputs, as TVM's: Maps of name -> ShapeTuple and
+        name -> String (a dict, a tuple and a str). As TVM's, they list every input but
+        the parameters loaded into this executor (load_params, share_params): for an
+        executor a single-file library made (lib["default"](dev), Model.load("model.so"))
+        they list the library's parameters too."""
+        return _info_maps(self._ex.tvm_input_info())
 
     def get_output_info(self):
-        """(shape_dict, dtype_dict) of the outputs, named "node:i"."""
-        shapes, dtypes = {}, {}
-        for name, shape, dtype in self._ex.get_output_info():
-            shapes[name] = tuple(shape)
-            dtypes[name] = dtype
-        return shapes, dtypes
+        """(shape_dict, dtype_dict) of the outputs, named "node:i", as get_input_info's."""
+        return _info_maps(self._ex.get_output_info())
 
     def get_output(self, index, out=None):
         """Output ``index``: a view of the executor's memory (valid after this module is
@@ -265,6 +262,14 @@ class GraphModule:
         if func_name == "run":
             return BenchmarkResult(self._ex.benchmark(*opts))
         return BenchmarkResult(_gexec._benchmark_callable(self.module[func_name], *opts))
+
+
+def _info_maps(rows):
+    shapes, dtypes = Map(), Map()
+    for name, shape, dtype in rows:
+        shapes[name] = ShapeTuple(shape)
+        dtypes[name] = String(dtype)
+    return shapes, dtypes
 
 
 def _converted(value, dtype, error):
