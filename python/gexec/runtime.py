@@ -1,5 +1,5 @@
 """Modules and parameter files, as tvm.runtime: load_module, Module, save_param_dict,
-load_param_dict, the NDArray and Device types, and the containers TVM's
+load_param_dict, num_threads, the NDArray and Device types, and the containers TVM's
 functions return (runtime.container: String, ShapeTuple)."""
 
 import os
@@ -11,8 +11,15 @@ from .container import ShapeTuple, String
 from .nd import NDArray, _as_input, array
 
 __all__ = ["Module", "load_module", "save_param_dict", "load_param_dict", "save_param_dict_to_file",
-           "load_param_dict_from_file", "NDArray", "Device", "device", "cpu", "cuda", "container",
+           "load_param_dict_from_file", "num_threads", "NDArray", "Device", "device", "cpu", "cuda", "container",
            "String", "ShapeTuple"]
+
+
+def num_threads():
+    """The threads of the pool that runs kernels' parallel loops, as tvm.runtime.num_threads:
+    GEXEC_NUM_THREADS, else TVM_NUM_THREADS, else the cores this process may use (its
+    affinity mask, capped by its cgroup's CPU quota)."""
+    return _gexec._num_threads()
 
 
 class Module:
@@ -43,23 +50,34 @@ class Module:
         if not lib.is_factory:
             return None
         if name == lib.module_name():
-            def create_executor(*devices):
-                if len(devices) == 1 and isinstance(devices[0], (list, tuple)):
-                    devices = devices[0]
-                from .contrib.graph_executor import ExecutorModule
-                return ExecutorModule(lib.factory_create(to_devices(list(devices) or [cpu(0)])))
-            return create_executor
+            return self._create_executor
+        if name == "debug_create":
+            def debug_create(module_name, *devices):
+                if module_name != lib.module_name():
+                    raise ValueError("debug_create: the library holds the model %r, not %r" % (lib.module_name(), module_name))
+                from .contrib.debugger.debug_executor import DebugExecutorModule
+                return self._create_executor(*devices, module_type=DebugExecutorModule)
+            return debug_create
         if name == "get_graph_json":
             return lib.graph_json
         if name in ("get_graph_params", "get_params"):
             return lambda: container.Map(lib.graph_params())
         return None
 
+    def _create_executor(self, *devices, module_type=None):
+        # lib["default"](dev): an executor over the embedded graph, its parameters set
+        if len(devices) == 1 and isinstance(devices[0], (list, tuple)):
+            devices = devices[0]
+        if module_type is None:
+            from .contrib.graph_executor import ExecutorModule as module_type
+        return module_type(self._lib.factory_create(to_devices(list(devices) or [cpu(0)])))
+
     def implements_function(self, name, query_imports=False):
         return self._factory_function(name) is not None or self._lib.has_function(name)
 
     def get_function(self, name, query_imports=False):
         """The function ``name``: for a single-file library, the module name ("default"),
+        "debug_create" ("default", dev: an executor for debug_executor.GraphModuleDebug),
         "get_graph_json" and "get_graph_params". Kernels themselves run through a graph;
         calling one from Python is not supported."""
         if not isinstance(name, str):

@@ -662,5 +662,7 @@ NB_MODULE(_gexec, m) {
   m.def("_create", [](std::string_view graph_json, const library_box& lib, const std::vector<std::pair<int, int>>& devices) {
     return executor_box{gexec::create(graph_json, lib.lib, to_devices(devices)), {}};
   });
+  // The threads of the process's pool, which kernels' parallel loops use (tvm.runtime.num_threads).
+  m.def("_num_threads", [] { return gexec::runtime::global().num_threads(); });
   bind_relax(m);
 }

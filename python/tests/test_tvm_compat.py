@@ -126,3 +126,98 @@ def test_containers():
         gexec.runtime.ShapeTuple([1.5])
     assert gexec.runtime.String("float32") == "float32" and isinstance(gexec.runtime.String("x"), str)
     assert gexec.container.Map({"a": 1})["a"] == 1
+
+
+# ---- the debug executor ------------------------------------------------------------------
+
+# TVM's test_runtime_graph_debug.py graph: x -> add (func myadd, here test_add_one), shape (4,)
+_DEBUG_GRAPH = json.dumps({
+    "nodes": [{"op": "null", "name": "x", "inputs": []},
+              {"op": "tvm_op", "name": "add", "inputs": [[0, 0, 0]],
+               "attrs": {"func_name": "test_add_one", "flatten_data": "1", "num_inputs": "1", "num_outputs": "1"}}],
+    "arg_nodes": [0], "node_row_ptr": [0, 1, 2], "heads": [[1, 0, 0]],
+    "attrs": {"shape": ["list_shape", [[4], [4]]], "dltype": ["list_str", ["float32", "float32"]],
+              "storage_id": ["list_int", [0, 1]]},
+})
+
+
+def test_debug_datum(lib, tmp_path, capsys):
+    mod = debug_executor.create(_DEBUG_GRAPH, lib, gexec.cpu(0), dump_root=str(tmp_path))
+    a = np.random.uniform(size=(4,)).astype(np.float32)
+    mod.set_input(x=a)
+    nodes = mod.debug_datum.get_graph_nodes()
+    assert len(nodes) == 2 and nodes[0]["op"] == "param" and nodes[1]["op"] == "test_add_one"
+    assert nodes[1]["inputs"] == ["x"] and nodes[1]["shape"] == [4] and nodes[1]["attrs"]["T"] == "type: float32"
+    assert mod.debug_datum.get_graph_node_output_num(nodes[1]) == 1
+    mod.run()
+    capsys.readouterr()
+
+    debug_lines = mod.debug_datum.get_debug_result().split("\n")
+
+    def split_debug_line(i):  # as TVM's test_end_to_end_graph_simple reads the table
+        parts = re.split(r"  [ ]*", debug_lines[i])
+        assert parts[-1] == ""
+        return parts[:-1]
+
+    assert split_debug_line(0) == ["Node Name", "Ops", "Time(us)", "Time(%)", "Shape", "Inputs", "Outputs",
+                                   "Measurements(us)"]
+    row = split_debug_line(2)
+    assert row[:2] == ["add", "test_add_one"] and float(row[2]) > 0 and row[4] == "(4,)"
+    total = split_debug_line(3)
+    assert total[0] == "Total_time" and total[2] == row[2]
+    tensors = mod.debug_datum.get_output_tensors()
+    assert list(tensors) == ["x____topo-index:0____output-num:0", "add____topo-index:1____output-num:0"]
+    assert np.array_equal(tensors["x____topo-index:0____output-num:0"].numpy(), a)
+    assert np.array_equal(tensors["add____topo-index:1____output-num:0"].numpy(), a + np.float32(1))
+    assert np.array_equal(mod.get_output(0, gexec.nd.empty((4,))).numpy(), a + np.float32(1))
+    # a second run's tensors replace the first's
+    b = a * 2
+    mod.run(x=b)
+    capsys.readouterr()
+    assert np.array_equal(mod.debug_datum.get_output_tensors()["add____topo-index:1____output-num:0"].numpy(),
+                          b + np.float32(1))
+    mod.exit()
+
+
+def test_debug_create_of_a_single_file_library(conformance_dir, capsys):
+    # TVM's test_debug_graph_executor (test_runtime_module_based_interface.py) and
+    # test_multiple_output (test_runtime_graph_debug.py), over a TVM-compiled model
+    d, inputs, want = _mlp(conformance_dir)
+    lib = gexec.runtime.load_module(d / "model.so")
+    dev = gexec.cpu()
+    gmod = lib["debug_create"]("default", dev)
+    gmod["set_input"]("data", gexec.nd.array(inputs["data"].numpy()))
+    gmod["run"]()
+    assert np.array_equal(gmod["get_output"](0).numpy(), want)
+
+    graph_json_str = lib["get_graph_json"]()
+    m = debug_executor.GraphModuleDebug(lib["debug_create"]("default", dev), [dev], graph_json_str, None)
+    graph = json.loads(graph_json_str)
+    nodes = m.debug_datum.get_graph_nodes()
+    assert len(nodes) == len(graph["nodes"])
+    eids = np.cumsum([0] + [int(n.get("attrs", {}).get("num_outputs", 1)) for n in graph["nodes"]])
+    for n, eid in zip(nodes, eids):
+        assert n["shape"] == graph["attrs"]["shape"][1][eid]
+    m.set_input("data", inputs["data"].numpy())
+    m.run(number=1)
+    capsys.readouterr()
+    assert np.array_equal(m.get_output(0).numpy(), want)
+    assert "Total_time" in m.debug_datum.get_debug_result()
+    m.exit()
+    with pytest.raises(ValueError):
+        lib["debug_create"]("not_the_model", dev)
+
+
+def test_num_threads():
+    # TVM's test_num_threads, with the environment variables gexec reads
+    code = "import gexec; print(gexec.runtime.num_threads())"
+    base = {k: v for k, v in os.environ.items() if k not in ("GEXEC_NUM_THREADS", "TVM_NUM_THREADS")}
+
+    def reported(**env):
+        out = subprocess.run([sys.executable, "-c", code], env=dict(base, **env), capture_output=True, text=True,
+                             check=True)
+        return int(out.stdout)
+
+    assert reported(TVM_NUM_THREADS="3") == 3
+    assert reported(GEXEC_NUM_THREADS="2", TVM_NUM_THREADS="3") == 2
+    assert 1 <= reported() <= len(os.sched_getaffinity(0))
