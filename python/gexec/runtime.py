@@ -34,8 +34,9 @@ class Module:
 
     type_key = "library"
 
-    def __init__(self, lib):
+    def __init__(self, lib, zero_unset_inputs=True):
         self._lib = lib
+        self._zero_unset_inputs = zero_unset_inputs
 
     @property
     def path(self):
@@ -70,7 +71,7 @@ class Module:
             devices = devices[0]
         if module_type is None:
             from .contrib.graph_executor import ExecutorModule as module_type
-        return module_type(self._lib.factory_create(to_devices(list(devices) or [cpu(0)])))
+        return module_type(self._lib.factory_create(to_devices(list(devices) or [cpu(0)]), self._zero_unset_inputs))
 
     def implements_function(self, name, query_imports=False):
         return self._factory_function(name) is not None or self._lib.has_function(name)
@@ -97,14 +98,18 @@ class Module:
         return "Module(%s, %s)" % (self.type_key, self._lib.path)
 
 
-def load_module(path, fmt=""):
-    """Loads a TVM-compiled kernel library (export_library's .so), as tvm.runtime.load_module."""
+def load_module(path, fmt="", *, zero_unset_inputs=True):
+    """Loads a TVM-compiled kernel library (export_library's .so), as tvm.runtime.load_module.
+
+    ``zero_unset_inputs``: whether executors made by the library's factory
+    (``lib["default"](dev)``) run an input no one gave a value as zeros (True, the
+    default: TVM runs such a graph) or refuse to run (False)."""
     if fmt not in ("", "so"):
         raise ValueError("load_module: format %r is not supported (shared libraries only)" % fmt)
     path = os.fspath(path)
     if not os.path.exists(path):
         raise ValueError("cannot find file %s" % path)
-    return Module(_gexec.Library.load(path))
+    return Module(_gexec.Library.load(path), bool(zero_unset_inputs))
 
 
 def _items(params):

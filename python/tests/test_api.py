@@ -194,7 +194,7 @@ def test_load_module(lib, kernels_lib, tmp_path):
     with pytest.raises(AttributeError):
         lib["default"]  # a kernel library has no embedded graph
     with pytest.raises(gexec.Error) as e:
-        lib._lib.factory_create([(1, 0)])
+        lib._lib.factory_create([(1, 0)], False)
     assert e.value.code == "invalid_module"
     with pytest.raises(AttributeError):
         lib.get_function("no_such_function")
@@ -306,10 +306,13 @@ def test_set_input_errors(add_one):
     assert np.array_equal(m.get_output(0).numpy(), X + 1)
 
 
-def test_unset_input_is_an_error(add_one):
+def test_unset_input_is_an_error(lib):
+    # create() runs unset inputs as zeros by default, as TVM runs them (test_tvm_compat)
+    m = graph_executor.create(graph_json([("inc", "test_add_one", ["x"])], ["x"]), lib, gexec.cpu(0),
+                              zero_unset_inputs=False)
     with pytest.raises(gexec.Error) as e:
-        add_one.run()
-    assert "x" in str(e.value)
+        m.run()
+    assert "x" in str(e.value) and "zero_unset_inputs=True" in str(e.value)
 
 
 def test_kernel_failure(lib):

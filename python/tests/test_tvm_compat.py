@@ -221,3 +221,66 @@ def test_num_threads():
     assert reported(TVM_NUM_THREADS="3") == 3
     assert reported(GEXEC_NUM_THREADS="2", TVM_NUM_THREADS="3") == 2
     assert 1 <= reported() <= len(os.sched_getaffinity(0))
+
+
+# ---- inputs never set --------------------------------------------------------------------
+
+def test_inputs_never_set_run_as_zeros(lib, tmp_path):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = graph_json([("inc", "test_add_one", ["x"])], ["x"])
+    m = graph_executor.create(g, lib, gexec.cpu(0))  # TVM's API: runs them (here as zeros)
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), np.zeros((2, 3), np.float32) + 1)
+    m.set_input("x", x)
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), x + 1)
+    strict = graph_executor.create(g, lib, gexec.cpu(0), zero_unset_inputs=False)
+    with pytest.raises(ValueError) as e:
+        strict.run()
+    assert '"x"' in str(e.value) and "zero_unset_inputs=True" in str(e.value) and "model_options" not in str(e.value)
+
+    # gexec's Model: refused unless asked for
+    w = np.full((2, 3), 0.5, np.float32)
+    gw = graph_json([("sum", "test_add", ["x", "w"])], ["x", "w"])
+    (tmp_path / "g.json").write_text(gw)
+    gexec.runtime.save_param_dict_to_file({"w": w}, tmp_path / "p.params")
+    files = (tmp_path / "g.json", lib.path, tmp_path / "p.params")
+    with pytest.raises(ValueError) as e:
+        gexec.Model.load(files).instantiate().run()
+    assert "zero_unset_inputs=True" in str(e.value)
+    m = gexec.Model.load(files, zero_unset_inputs=True).instantiate()
+    m.run()
+    assert np.array_equal(m.get_output(0).numpy(), np.zeros((2, 3), np.float32) + w)
+
+    # TVM's test_compile_return_empty_tuple: an input, no outputs; and a graph of no nodes
+    empty_tuple = json.dumps({"nodes": [{"op": "null", "name": "x", "inputs": []}], "arg_nodes": [0], "heads": [],
+                              "node_row_ptr": [0, 1], "attrs": {"shape": ["list_shape", [[16]]],
+                                                                "dltype": ["list_str", ["float32"]],
+                                                                "storage_id": ["list_int", [0]]}})
+    no_nodes = json.dumps({"nodes": [], "arg_nodes": [], "heads": [], "node_row_ptr": [0],
+                           "attrs": {"shape": ["list_shape", []], "dltype": ["list_str", []],
+                                     "storage_id": ["list_int", []]}})
+    for g in (empty_tuple, no_nodes):
+        m = graph_executor.create(g, lib, gexec.cpu(0))
+        m.run()
+        assert m.get_num_outputs() == 0
+
+
+def test_single_file_model_with_inputs_never_set(conformance_dir):
+    d, inputs, want = _mlp(conformance_dir)
+    data = inputs["data"].numpy()
+    lib = gexec.runtime.load_module(d / "model.so")
+    m = graph_executor.GraphModule(lib["default"](gexec.cpu(0)))
+    m.set_input("data", np.zeros_like(data))
+    m.run()
+    zeros_out = m.get_output(0).numpy()
+    fresh = graph_executor.GraphModule(lib["default"](gexec.cpu(0)))
+    fresh.run()  # data never set: as zeros
+    assert np.array_equal(fresh.get_output(0).numpy(), zeros_out)
+    fresh.set_input("data", data)
+    fresh.run()
+    assert np.array_equal(fresh.get_output(0).numpy(), want)
+    strict = gexec.runtime.load_module(d / "model.so", zero_unset_inputs=False)
+    with pytest.raises(ValueError) as e:
+        graph_executor.GraphModule(strict["default"](gexec.cpu(0))).run()
+    assert '"data"' in str(e.value)

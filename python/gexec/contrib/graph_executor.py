@@ -13,6 +13,10 @@ another dtype is converted where numpy's "same_kind" casting allows it (float64 
 float32, int64 to int32, int to float). Other dtypes (a float array for an int input,
 where TVM would truncate silently; an NDArray or a __dlpack__ tensor of another dtype)
 are refused with a ValueError that says how to convert them.
+
+An input never given a value (neither set_input nor load_params) runs as zeros, as TVM
+runs it (over memory it never initialised); create(..., zero_unset_inputs=False) makes
+run() refuse it instead, naming the input.
 """
 
 import numpy as np
@@ -55,15 +59,24 @@ class ExecutorModule(Module):
         return "Module(GraphExecutor, %d inputs, %d outputs)" % (self._ex.num_inputs, self._ex.num_outputs)
 
 
-def create(graph_json_str, libmod, device):
+# zero_unset_inputs defaults to True in TVM's API (create here, debug_executor.create,
+# lib["default"] through runtime.load_module): TVM runs a graph whose inputs were never
+# set, reading memory it allocated and never initialised, and its own tests do so (a graph
+# compiled without its weights, benchmarked; a graph whose outputs use no input). Zeros
+# make those runs work and deterministic, which reading uninitialised memory is not.
+# gexec's own API (Model.load) keeps C++'s default, False: a forgotten set_input fails.
+def create(graph_json_str, libmod, device, *, zero_unset_inputs=True):
     """A graph executor module from a graph JSON string, a kernel library
     (runtime.load_module) and a device or list of devices, as TVM's create; wrap it in
-    GraphModule, or call it through module["name"]."""
+    GraphModule, or call it through module["name"]. ``zero_unset_inputs``: inputs never
+    given a value run as zeros (True, the default, as TVM runs them) or make run() fail
+    naming them (False)."""
     if not isinstance(graph_json_str, str):
         raise ValueError("Type %s is not supported for graph_json_str (a str is)" % type(graph_json_str).__name__)
     if not isinstance(libmod, Module) or not hasattr(libmod, "_lib"):
         raise TypeError("libmod must be a module from gexec.runtime.load_module, not %s" % type(libmod).__name__)
-    return GraphModule(ExecutorModule(_gexec._create(graph_json_str, libmod._lib, to_devices(device))))
+    ex = _gexec._create(graph_json_str, libmod._lib, to_devices(device), bool(zero_unset_inputs))
+    return GraphModule(ExecutorModule(ex))
 
 
 class BenchmarkResult:

@@ -33,16 +33,17 @@ class DebugExecutorModule(ExecutorModule):
     type_key = "GraphExecutorDebug"
 
 
-def create(graph_json_str, libmod, device, dump_root=None):
+def create(graph_json_str, libmod, device, dump_root=None, *, zero_unset_inputs=True):
     """A GraphModuleDebug over ``graph_json_str`` and ``libmod`` on ``device``; its dumps go
     under ``dump_root`` (a new temporary folder when None). As TVM's, the parameters a
-    single-file ``libmod`` carries are set as inputs."""
+    single-file ``libmod`` carries are set as inputs. ``zero_unset_inputs`` as
+    graph_executor.create's (inputs never set run as zeros, as TVM runs them)."""
     if not isinstance(graph_json_str, str):
         raise ValueError("Type %s is not supported for graph_json_str (a str is)" % type(graph_json_str).__name__)
     if not isinstance(libmod, Module) or not hasattr(libmod, "_lib"):
         raise TypeError("libmod must be a module from gexec.runtime.load_module, not %s" % type(libmod).__name__)
     devices = device if isinstance(device, (list, tuple)) else [device]
-    ex = _gexec._create(graph_json_str, libmod._lib, to_devices(devices))
+    ex = _gexec._create(graph_json_str, libmod._lib, to_devices(devices), bool(zero_unset_inputs))
     gmod = GraphModuleDebug(DebugExecutorModule(ex), devices, graph_json_str, dump_root)
     if libmod._lib.is_factory:
         gmod.set_input(**libmod["get_graph_params"]())
