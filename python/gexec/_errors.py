@@ -32,6 +32,12 @@ class UnsupportedError(Error, NotImplementedError):
     """A valid request this build of gexec does not implement."""
 
 
+class FileNotFound(FileNotFoundError, ValueError):
+    """A model, library or parameter file that is not there: FileNotFoundError (errno
+    ENOENT, ``filename``), as open() raises it; also ValueError, which TVM's load_module
+    raises for it."""
+
+
 _VALUE_ERRORS = {
     "invalid_argument", "shape_mismatch", "dtype_mismatch", "device_mismatch",
     "misaligned", "invalid_dtype",

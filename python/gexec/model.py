@@ -5,6 +5,7 @@ import os
 
 from . import _gexec
 from .contrib.graph_executor import ExecutorModule, GraphModule
+from .runtime import _require_file
 
 
 class Model:
@@ -20,6 +21,7 @@ class Model:
     run() refuses it, naming the input (C++'s model_options::zero_unset_inputs and its
     default: this is gexec's own API, where a forgotten set_input is a mistake to report;
     TVM's API, graph_executor.create and lib["default"], runs such graphs as TVM does).
+    A missing file is FileNotFoundError.
     """
 
     def __init__(self, base):
@@ -34,9 +36,13 @@ class Model:
                 raise TypeError("%s must be a str naming it" % what)
         zero = bool(zero_unset_inputs)
         if isinstance(path_or_three_files, (str, os.PathLike)):
-            return Model(_gexec.ModelBase.load_single(os.fspath(path_or_three_files), num_threads, planner, policy, zero))
+            path = os.fspath(path_or_three_files)
+            _require_file(path)
+            return Model(_gexec.ModelBase.load_single(path, num_threads, planner, policy, zero))
         if isinstance(path_or_three_files, (list, tuple)) and len(path_or_three_files) == 3:
             g, lib, params = (os.fspath(p) for p in path_or_three_files)
+            for path in (g, lib, params):
+                _require_file(path)
             return Model(_gexec.ModelBase.load_three(g, lib, params, num_threads, planner, policy, zero))
         raise TypeError("Model.load takes a single-file library path or (graph.json, lib.so, params.bin)")
 

@@ -2,11 +2,12 @@
 load_param_dict, num_threads, the NDArray and Device types, and the containers TVM's
 functions return (runtime.container: String, ShapeTuple)."""
 
+import errno
 import os
 
 from . import _gexec, container
 from ._device import Device, cpu, cuda, device, to_devices  # noqa: F401 (re-exported as in tvm.runtime)
-from ._errors import NotFoundError, UnsupportedError
+from ._errors import FileNotFound, NotFoundError, UnsupportedError
 from .container import ShapeTuple, String
 from .nd import NDArray, _as_input, array
 
@@ -20,6 +21,12 @@ def num_threads():
     GEXEC_NUM_THREADS, else TVM_NUM_THREADS, else the cores this process may use (its
     affinity mask, capped by its cgroup's CPU quota)."""
     return _gexec._num_threads()
+
+
+def _require_file(path):
+    """FileNotFoundError, as open() raises it, for a path that is not there."""
+    if not os.path.exists(path):
+        raise FileNotFound(errno.ENOENT, os.strerror(errno.ENOENT), path)
 
 
 class Module:
@@ -103,12 +110,12 @@ def load_module(path, fmt="", *, zero_unset_inputs=True):
 
     ``zero_unset_inputs``: whether executors made by the library's factory
     (``lib["default"](dev)``) run an input no one gave a value as zeros (True, the
-    default: TVM runs such a graph) or refuse to run (False)."""
+    default: TVM runs such a graph) or refuse to run (False). A missing file is
+    FileNotFoundError."""
     if fmt not in ("", "so"):
         raise ValueError("load_module: format %r is not supported (shared libraries only)" % fmt)
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise ValueError("cannot find file %s" % path)
+    _require_file(path)
     return Module(_gexec.Library.load(path), bool(zero_unset_inputs))
 
 
@@ -145,4 +152,6 @@ def load_param_dict(param_bytes):
 
 def load_param_dict_from_file(path, mmap=False):
     """name -> NDArray from a parameter file; ``mmap=True`` maps it and views aligned tensors."""
-    return _gexec._load_param_dict_file(os.fspath(path), bool(mmap))
+    path = os.fspath(path)
+    _require_file(path)
+    return _gexec._load_param_dict_file(path, bool(mmap))

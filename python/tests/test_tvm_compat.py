@@ -284,3 +284,64 @@ def test_single_file_model_with_inputs_never_set(conformance_dir):
     with pytest.raises(ValueError) as e:
         graph_executor.GraphModule(strict["default"](gexec.cpu(0))).run()
     assert '"data"' in str(e.value)
+
+
+# ---- errors ------------------------------------------------------------------------------
+
+def test_missing_files_are_file_not_found(tmp_path, kernels_lib):
+    missing = tmp_path / "missing.so"
+    calls = [lambda: gexec.runtime.load_module(missing), lambda: gexec.runtime.load_module(str(missing)),
+             lambda: gexec.Model.load(missing),
+             lambda: gexec.Model.load((tmp_path / "g.json", kernels_lib, tmp_path / "p.params")),
+             lambda: gexec.runtime.load_param_dict_from_file(missing)]
+    for call in calls:
+        with pytest.raises(FileNotFoundError) as e:
+            call()
+        assert e.value.filename.startswith(str(tmp_path)) and "No such file" in str(e.value)
+    with pytest.raises(ValueError):  # TVM's load_module raises ValueError for it
+        gexec.runtime.load_module(missing)
+
+
+def _other_machine_libraries(kernels_lib, tmp_path):
+    """Libraries for aarch64: this machine's kernels with e_machine changed, and one the
+    cross compiler builds where there is one."""
+    patched = tmp_path / "patched_aarch64.so"
+    shutil.copy(kernels_lib, patched)
+    with open(patched, "r+b") as f:
+        f.seek(18)
+        f.write((183).to_bytes(2, "little"))  # EM_AARCH64
+    libs = [patched]
+    cc = shutil.which("aarch64-linux-gnu-gcc")
+    if cc:
+        (tmp_path / "k.c").write_text("int kernel(int x) { return x + 1; }\n")
+        subprocess.run([cc, "-shared", "-fPIC", "-o", str(tmp_path / "real_aarch64.so"), str(tmp_path / "k.c")],
+                       check=True)
+        libs.append(tmp_path / "real_aarch64.so")
+    return libs
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the libraries are made for aarch64 on x86-64")
+def test_library_for_another_machine_is_named(kernels_lib, tmp_path):
+    for path in _other_machine_libraries(kernels_lib, tmp_path):
+        for call in (lambda: gexec.runtime.load_module(path), lambda: gexec.Model.load(path)):
+            with pytest.raises(gexec.Error) as e:
+                call()
+            message = str(e.value)
+            assert "built for aarch64, this process is x86-64" in message and "No such file" not in message
+
+
+def test_command_line_usage_examples_run(conformance_dir, tmp_path):
+    import gexec.__main__ as main
+    if not os.path.exists(os.path.join(os.path.dirname(gexec.__file__), "bin", "gexec-run")):
+        pytest.skip("this build of the package has no gexec-run (built without CLI11)")
+    d, inputs, want = _mlp(conformance_dir)
+    np.save(tmp_path / "img.npy", inputs["data"].numpy())
+    examples = [line.split() for line in main.__doc__.splitlines() if line.strip().startswith("python -m gexec model.so")]
+    assert examples
+    for words in examples:
+        args = [w.replace("model.so", str(d / "model.so")).replace("@img.npy", "@%s" % (tmp_path / "img.npy"))
+                .replace("out.npz", str(tmp_path / "out.npz")) for w in words[3:]]
+        r = subprocess.run([sys.executable, "-m", "gexec", *args], capture_output=True, text=True, cwd=tmp_path)
+        assert r.returncode == 0, "%s: %s" % (shlex.join(words), r.stderr)
+    with np.load(tmp_path / "out.npz") as out:
+        assert np.array_equal(out[out.files[0]], want)
