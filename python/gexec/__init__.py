@@ -22,7 +22,7 @@ import atexit as _atexit  # noqa: E402
 _atexit.register(_gexec._at_exit)
 
 from ._device import Device, cpu, cuda, device  # noqa: E402
-from . import nd, runtime  # noqa: E402
+from . import container, nd, runtime  # noqa: E402
 from .contrib import graph_executor  # noqa: E402
 from .model import Model  # noqa: E402
 from .compare import DumpComparison, compare_dump  # noqa: E402
@@ -31,4 +31,4 @@ from . import relax  # noqa: E402
 __version__ = _gexec.__version__
 
 __all__ = ["Error", "NotFoundError", "InvalidArgumentError", "UnsupportedError", "Device", "cpu", "cuda", "device",
-           "nd", "runtime", "graph_executor", "relax", "Model", "compare_dump", "DumpComparison", "__version__"]
+           "container", "nd", "runtime", "graph_executor", "relax", "Model", "compare_dump", "DumpComparison", "__version__"]

@@ -1,7 +1,11 @@
 """python -m gexec: the gexec-run command line (the same program, shipped in the wheel).
 
-    python -m gexec model.so --input data=img.npy --output out.npy
+    python -m gexec model.so --input data=@img.npy --output out.npz
+    python -m gexec model.so --input data=0.5 --benchmark
     python -m gexec --help
+
+An input is NAME=@file.npy (or a raw .bin file), NAME=v1,v2,... or @inputs.npz;
+--output writes every output to one .npz file, --output-dir one .npy file each.
 """
 
 import os

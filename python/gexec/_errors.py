@@ -32,14 +32,27 @@ class UnsupportedError(Error, NotImplementedError):
     """A valid request this build of gexec does not implement."""
 
 
+class FileNotFound(FileNotFoundError, ValueError):
+    """A model, library or parameter file that is not there: FileNotFoundError (errno
+    ENOENT, ``filename``), as open() raises it; also ValueError, which TVM's load_module
+    raises for it."""
+
+
 _VALUE_ERRORS = {
     "invalid_argument", "shape_mismatch", "dtype_mismatch", "device_mismatch",
     "misaligned", "invalid_dtype",
 }
 
 
+# The C++ message for a run with inputs never set names the C++ option; Python's is a keyword.
+_ZERO_UNSET_CPP = "model_options::zero_unset_inputs runs them as zeros"
+_ZERO_UNSET_PYTHON = ("zero_unset_inputs=True (of Model.load, graph_executor.create or runtime.load_module) "
+                      "runs them as zeros")
+
+
 def make_error(errno, code, message):
     """The exception for a gexec::error (called by the extension)."""
+    message = message.replace(_ZERO_UNSET_CPP, _ZERO_UNSET_PYTHON)
     if code in ("not_found", "symbol_not_found"):
         cls = NotFoundError
     elif code in _VALUE_ERRORS:

@@ -42,6 +42,8 @@ def _as_input(value):
     (outputs, zero-copy) go through _as_target instead."""
     if isinstance(value, NDArray):
         return value
+    if isinstance(value, np.generic):
+        value = np.asarray(value)  # a 0-d array (np.ascontiguousarray would make it 1-d)
     if isinstance(value, np.ndarray):
         if not value.flags.c_contiguous:
             value = np.ascontiguousarray(value)
@@ -50,8 +52,8 @@ def _as_input(value):
         return value
     if hasattr(value, "__dlpack__"):
         return value
-    if isinstance(value, (list, tuple, int, float, bool, np.generic)):
-        return np.ascontiguousarray(value)
+    if isinstance(value, (list, tuple, int, float, bool)):
+        return np.asarray(value)  # a number is 0-d (np.ascontiguousarray would make it 1-d)
     raise TypeError("expected an NDArray, a numpy array or an object with __dlpack__, not %s" % type(value).__name__)
 
 

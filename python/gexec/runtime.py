@@ -1,15 +1,32 @@
 """Modules and parameter files, as tvm.runtime: load_module, Module, save_param_dict,
-load_param_dict, and the NDArray and Device types."""
+load_param_dict, num_threads, the NDArray and Device types, and the containers TVM's
+functions return (runtime.container: String, ShapeTuple)."""
 
+import errno
 import os
 
-from . import _gexec
+from . import _gexec, container
 from ._device import Device, cpu, cuda, device, to_devices  # noqa: F401 (re-exported as in tvm.runtime)
-from ._errors import NotFoundError, UnsupportedError
+from ._errors import FileNotFound, NotFoundError, UnsupportedError
+from .container import ShapeTuple, String
 from .nd import NDArray, _as_input, array
 
 __all__ = ["Module", "load_module", "save_param_dict", "load_param_dict", "save_param_dict_to_file",
-           "load_param_dict_from_file", "NDArray", "Device", "device", "cpu", "cuda"]
+           "load_param_dict_from_file", "num_threads", "NDArray", "Device", "device", "cpu", "cuda", "container",
+           "String", "ShapeTuple"]
+
+
+def num_threads():
+    """The threads of the pool that runs kernels' parallel loops, as tvm.runtime.num_threads:
+    GEXEC_NUM_THREADS, else TVM_NUM_THREADS, else the cores this process may use (its
+    affinity mask, capped by its cgroup's CPU quota)."""
+    return _gexec._num_threads()
+
+
+def _require_file(path):
+    """FileNotFoundError, as open() raises it, for a path that is not there."""
+    if not os.path.exists(path):
+        raise FileNotFound(errno.ENOENT, os.strerror(errno.ENOENT), path)
 
 
 class Module:
@@ -24,8 +41,9 @@ class Module:
 
     type_key = "library"
 
-    def __init__(self, lib):
+    def __init__(self, lib, zero_unset_inputs=True):
         self._lib = lib
+        self._zero_unset_inputs = zero_unset_inputs
 
     @property
     def path(self):
@@ -40,23 +58,34 @@ class Module:
         if not lib.is_factory:
             return None
         if name == lib.module_name():
-            def create_executor(*devices):
-                if len(devices) == 1 and isinstance(devices[0], (list, tuple)):
-                    devices = devices[0]
-                from .contrib.graph_executor import ExecutorModule
-                return ExecutorModule(lib.factory_create(to_devices(list(devices) or [cpu(0)])))
-            return create_executor
+            return self._create_executor
+        if name == "debug_create":
+            def debug_create(module_name, *devices):
+                if module_name != lib.module_name():
+                    raise ValueError("debug_create: the library holds the model %r, not %r" % (lib.module_name(), module_name))
+                from .contrib.debugger.debug_executor import DebugExecutorModule
+                return self._create_executor(*devices, module_type=DebugExecutorModule)
+            return debug_create
         if name == "get_graph_json":
             return lib.graph_json
         if name in ("get_graph_params", "get_params"):
-            return lib.graph_params
+            return lambda: container.Map(lib.graph_params())
         return None
+
+    def _create_executor(self, *devices, module_type=None):
+        # lib["default"](dev): an executor over the embedded graph, its parameters set
+        if len(devices) == 1 and isinstance(devices[0], (list, tuple)):
+            devices = devices[0]
+        if module_type is None:
+            from .contrib.graph_executor import ExecutorModule as module_type
+        return module_type(self._lib.factory_create(to_devices(list(devices) or [cpu(0)]), self._zero_unset_inputs))
 
     def implements_function(self, name, query_imports=False):
         return self._factory_function(name) is not None or self._lib.has_function(name)
 
     def get_function(self, name, query_imports=False):
         """The function ``name``: for a single-file library, the module name ("default"),
+        "debug_create" ("default", dev: an executor for debug_executor.GraphModuleDebug),
         "get_graph_json" and "get_graph_params". Kernels themselves run through a graph;
         calling one from Python is not supported."""
         if not isinstance(name, str):
@@ -76,14 +105,18 @@ class Module:
         return "Module(%s, %s)" % (self.type_key, self._lib.path)
 
 
-def load_module(path, fmt=""):
-    """Loads a TVM-compiled kernel library (export_library's .so), as tvm.runtime.load_module."""
+def load_module(path, fmt="", *, zero_unset_inputs=True):
+    """Loads a TVM-compiled kernel library (export_library's .so), as tvm.runtime.load_module.
+
+    ``zero_unset_inputs``: whether executors made by the library's factory
+    (``lib["default"](dev)``) run an input no one gave a value as zeros (True, the
+    default: TVM runs such a graph) or refuse to run (False). A missing file is
+    FileNotFoundError."""
     if fmt not in ("", "so"):
         raise ValueError("load_module: format %r is not supported (shared libraries only)" % fmt)
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise ValueError("cannot find file %s" % path)
-    return Module(_gexec.Library.load(path))
+    _require_file(path)
+    return Module(_gexec.Library.load(path), bool(zero_unset_inputs))
 
 
 def _items(params):
@@ -119,4 +152,6 @@ def load_param_dict(param_bytes):
 
 def load_param_dict_from_file(path, mmap=False):
     """name -> NDArray from a parameter file; ``mmap=True`` maps it and views aligned tensors."""
-    return _gexec._load_param_dict_file(os.fspath(path), bool(mmap))
+    path = os.fspath(path)
+    _require_file(path)
+    return _gexec._load_param_dict_file(path, bool(mmap))

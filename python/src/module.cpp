@@ -18,6 +18,7 @@
 
 #include <Python.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -271,6 +272,10 @@ void at_exit() {
 struct executor_box {
   executor_type ex;
   std::string policy;  // empty: run()'s default (the flat loop)
+  // Whether get_input_info lists the model's own parameters, as TVM's does for an
+  // executor made by a library's factory (lib["default"]: its parameters are set as
+  // inputs, not loaded), and not for graph + library + load_params (TVM's param_names_).
+  bool params_are_inputs = false;
 
   void check_input(int index) const {
     if (index < 0 || index >= ex.get_num_inputs())
@@ -301,10 +306,12 @@ struct executor_box {
 struct model_box {
   gexec::model m;
   std::string policy;
+  bool params_are_inputs = false;  // a single-file model: see executor_box
 };
 
-gexec::model_options make_options(std::optional<int> num_threads, std::optional<std::string> planner) {
+gexec::model_options make_options(std::optional<int> num_threads, std::optional<std::string> planner, bool zero_unset_inputs) {
   gexec::model_options o;
+  o.zero_unset_inputs = zero_unset_inputs;
   if (num_threads) {
     if (*num_threads < 1) throw nb::value_error("num_threads must be at least 1");
     o.runtime = gexec::runtime::create({.num_threads = *num_threads});
@@ -323,6 +330,25 @@ std::string checked_policy(std::optional<std::string> policy) {
 struct library_box {
   gexec::module lib;
   std::optional<gexec::factory> fac;  // when the library embeds a graph (export_library's single file)
+  // The factory's models for executors that run unset inputs as zeros, one per device
+  // list, as the factory keeps its own (gexec::factory::get_model): one plan and one
+  // copy of the weights for every executor made for those devices.
+  std::vector<std::pair<std::vector<DLDevice>, gexec::model>> zeroing_models;
+
+  executor_type create(const std::vector<DLDevice>& devices, bool zero_unset_inputs) {
+    if (!fac)
+      throw gexec::error(gexec::errc::invalid_module, lib.path().string() + " embeds no graph: it is a kernel library "
+                                                      "(pass it to graph_executor.create with the graph JSON)");
+    if (!zero_unset_inputs) return fac->create(devices);
+    for (const auto& [d, m] : zeroing_models)
+      if (std::equal(d.begin(), d.end(), devices.begin(), devices.end(), gexec::same_device)) return m.instantiate();
+    gexec::model_options o;
+    o.devices = devices;
+    o.zero_unset_inputs = true;
+    gexec::model m(gexec::parse_graph(fac->graph_json()), gexec::packed_c_abi(lib), fac->params(), std::move(o));
+    zeroing_models.emplace_back(devices, m);
+    return m.instantiate();
+  }
 };
 
 nb::dict param_dict_to_python(const gexec::param_dict& d) {
@@ -477,6 +503,26 @@ NB_MODULE(_gexec, m) {
         for (auto& t : b.ex.get_input_info()) out.emplace_back(t.name, t.shape, gexec::to_string(t.dtype));
         return out;
       })
+      // TVM's GetInputInfo: every input but the parameters loaded into this executor
+      // (load_params, share_params); the model's own parameters too where they came from
+      // the library's factory (params_are_inputs).
+      .def("tvm_input_info", [](const executor_box& b) {
+        std::vector<std::tuple<std::string, std::vector<std::int64_t>, std::string>> out;
+        const auto& m = *b.ex.get_model_state();
+        const auto& g = m.compact();
+        std::vector<std::string> not_params;
+        for (auto& t : b.ex.get_input_info()) not_params.push_back(t.name);
+        for (std::size_t i = 0; i < g.arg_nodes.size(); ++i) {
+          std::string name(g.name(g.arg_nodes[i]));
+          const bool listed = std::find(not_params.begin(), not_params.end(), name) != not_params.end() ||
+                              (b.params_are_inputs && m.params[i].defined());
+          if (!listed) continue;
+          const std::uint32_t eid = m.input_entry(i);
+          const auto shape = g.shape(eid);
+          out.emplace_back(std::move(name), std::vector<std::int64_t>(shape.begin(), shape.end()), gexec::to_string(g.dltype[eid]));
+        }
+        return out;
+      })
       .def("get_output_info", [](const executor_box& b) {
         std::vector<std::tuple<std::string, std::vector<std::int64_t>, std::string>> out;
         for (auto& t : b.ex.get_output_info()) out.emplace_back(t.name, t.shape, gexec::to_string(t.dtype));
@@ -595,28 +641,29 @@ NB_MODULE(_gexec, m) {
   nb::class_<model_box>(m, "ModelBase")
       .def_static(
           "load_single",
-          [](const std::string& path, std::optional<int> num_threads, std::optional<std::string> planner, std::optional<std::string> policy) {
-            auto o = make_options(num_threads, planner);
+          [](const std::string& path, std::optional<int> num_threads, std::optional<std::string> planner, std::optional<std::string> policy,
+             bool zero_unset_inputs) {
+            auto o = make_options(num_threads, planner, zero_unset_inputs);
             auto p = checked_policy(policy);
-            return model_box{gexec::model::load(path, std::move(o)), p};
+            return model_box{gexec::model::load(path, std::move(o)), p, true};
           },
-          "path"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none())
+          "path"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none(), "zero_unset_inputs"_a)
       .def_static(
           "load_three",
           [](const std::string& graph, const std::string& lib, const std::string& params, std::optional<int> num_threads,
-             std::optional<std::string> planner, std::optional<std::string> policy) {
-            auto o = make_options(num_threads, planner);
+             std::optional<std::string> planner, std::optional<std::string> policy, bool zero_unset_inputs) {
+            auto o = make_options(num_threads, planner, zero_unset_inputs);
             auto p = checked_policy(policy);
             return model_box{gexec::model::load(graph, lib, params, std::move(o)), p};
           },
-          "graph"_a, "lib"_a, "params"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none())
-      .def("instantiate", [](const model_box& b) { return executor_box{b.m.instantiate(), b.policy}; })
+          "graph"_a, "lib"_a, "params"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none(), "zero_unset_inputs"_a)
+      .def("instantiate", [](const model_box& b) { return executor_box{b.m.instantiate(), b.policy, b.params_are_inputs}; })
       .def_prop_ro("param_bytes", [](const model_box& b) { return b.m.param_bytes(); })
       .def_prop_ro("policy", [](const model_box& b) { return b.policy; });
 
   nb::class_<library_box>(m, "Library")
       .def_static("load", [](const std::string& path) {
-        library_box b{gexec::load_module(path), std::nullopt};
+        library_box b{gexec::load_module(path), std::nullopt, {}};
         if (b.lib.has_symbol("__tvm_dev_mblob")) b.fac.emplace(b.lib);
         return b;
       })
@@ -626,15 +673,18 @@ NB_MODULE(_gexec, m) {
       .def("module_name", [](const library_box& b) { return b.fac ? b.fac->module_name() : std::string(); })
       .def("graph_json", [](const library_box& b) { return b.fac ? b.fac->graph_json() : std::string(); })
       .def("graph_params", [](const library_box& b) { return b.fac ? param_dict_to_python(b.fac->params()) : nb::dict(); })
-      .def("factory_create", [](const library_box& b, const std::vector<std::pair<int, int>>& devices) {
-        if (!b.fac)
-          throw gexec::error(gexec::errc::invalid_module, b.lib.path().string() + " embeds no graph: it is a kernel library "
-                                                          "(pass it to graph_executor.create with the graph JSON)");
-        return executor_box{b.fac->create(to_devices(devices)), {}};
+      .def("factory_create", [](library_box& b, const std::vector<std::pair<int, int>>& devices, bool zero_unset_inputs) {
+        return executor_box{b.create(to_devices(devices), zero_unset_inputs), {}, true};
       });
 
-  m.def("_create", [](std::string_view graph_json, const library_box& lib, const std::vector<std::pair<int, int>>& devices) {
-    return executor_box{gexec::create(graph_json, lib.lib, to_devices(devices)), {}};
+  m.def("_create", [](std::string_view graph_json, const library_box& lib, const std::vector<std::pair<int, int>>& devices,
+                      bool zero_unset_inputs) {
+    gexec::model_options o;
+    o.devices = to_devices(devices);
+    o.zero_unset_inputs = zero_unset_inputs;
+    return executor_box{gexec::model(gexec::parse_graph(graph_json), gexec::packed_c_abi(lib.lib), std::move(o)).instantiate(), {}};
   });
+  // The threads of the process's pool, which kernels' parallel loops use (tvm.runtime.num_threads).
+  m.def("_num_threads", [] { return gexec::runtime::global().num_threads(); });
   bind_relax(m);
 }

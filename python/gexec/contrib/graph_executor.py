@@ -2,18 +2,35 @@
 create(graph_json_str, libmod, device) and GraphModule.
 
 Where TVM was lenient gexec is strict: set_input with an unknown name raises KeyError
-(gexec.NotFoundError), a tensor of the wrong shape or dtype raises ValueError
+(gexec.NotFoundError), a tensor of the wrong shape raises ValueError
 (gexec.InvalidArgumentError), a bad index IndexError. As in TVM, names given to
 set_input(**params) that are not inputs of the graph are skipped (parameter
 dictionaries carry more than one graph needs).
+
+Values set_input converts as TVM's NDArray.copyfrom does: a Python number or list takes
+the input's dtype (a number for a 0-d input is a 0-d array); a numpy array or scalar of
+another dtype is converted where numpy's "same_kind" casting allows it (float64 to
+float32, int64 to int32, int to float). Other dtypes (a float array for an int input,
+where TVM would truncate silently; an NDArray or a __dlpack__ tensor of another dtype)
+are refused with a ValueError that says how to convert them.
+
+An input never given a value (neither set_input nor load_params) runs as zeros, as TVM
+runs it (over memory it never initialised); create(..., zero_unset_inputs=False) makes
+run() refuse it instead, naming the input.
 """
 
 import numpy as np
 
 from .. import _gexec
 from .._device import Device, to_devices
+from .._errors import InvalidArgumentError
+from ..container import Map, ShapeTuple, String
 from ..nd import NDArray, _as_input, _as_target, numpy_dtype
 from ..runtime import Module
+
+# The dtypes numpy holds as themselves, which set_input converts other numpy dtypes to.
+_NUMPY_DTYPES = {"bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                 "uint32", "uint64"}
 
 _TVM_FUNCTIONS = ("set_input", "set_input_zero_copy", "set_output_zero_copy", "run", "get_output", "get_input",
                   "get_num_outputs", "get_num_inputs", "get_input_index", "get_output_index", "get_input_info",
@@ -42,15 +59,24 @@ class ExecutorModule(Module):
         return "Module(GraphExecutor, %d inputs, %d outputs)" % (self._ex.num_inputs, self._ex.num_outputs)
 
 
-def create(graph_json_str, libmod, device):
+# zero_unset_inputs defaults to True in TVM's API (create here, debug_executor.create,
+# lib["default"] through runtime.load_module): TVM runs a graph whose inputs were never
+# set, reading memory it allocated and never initialised, and its own tests do so (a graph
+# compiled without its weights, benchmarked; a graph whose outputs use no input). Zeros
+# make those runs work and deterministic, which reading uninitialised memory is not.
+# gexec's own API (Model.load) keeps C++'s default, False: a forgotten set_input fails.
+def create(graph_json_str, libmod, device, *, zero_unset_inputs=True):
     """A graph executor module from a graph JSON string, a kernel library
     (runtime.load_module) and a device or list of devices, as TVM's create; wrap it in
-    GraphModule, or call it through module["name"]."""
+    GraphModule, or call it through module["name"]. ``zero_unset_inputs``: inputs never
+    given a value run as zeros (True, the default, as TVM runs them) or make run() fail
+    naming them (False)."""
     if not isinstance(graph_json_str, str):
         raise ValueError("Type %s is not supported for graph_json_str (a str is)" % type(graph_json_str).__name__)
     if not isinstance(libmod, Module) or not hasattr(libmod, "_lib"):
         raise TypeError("libmod must be a module from gexec.runtime.load_module, not %s" % type(libmod).__name__)
-    return GraphModule(ExecutorModule(_gexec._create(graph_json_str, libmod._lib, to_devices(device))))
+    ex = _gexec._create(graph_json_str, libmod._lib, to_devices(device), bool(zero_unset_inputs))
+    return GraphModule(ExecutorModule(ex))
 
 
 class BenchmarkResult:
@@ -110,18 +136,22 @@ class GraphModule:
         if key is not None:
             if value is None:
                 raise TypeError("set_input: no value for input %r" % (key,))
-            key = _key(key)
-            self._set_input(key, self._value_for(key, value))
+            self._set_one(_key(key), value)
         for k, v in params.items():
             if self._ex.get_input_index(k) >= 0:
-                self._set_input(k, self._value_for(k, v))
+                self._set_one(k, v)
 
-    def _value_for(self, key, value):
+    def _set_one(self, key, value):
         # Python lists and numbers have no dtype of their own: they take the input's, as
-        # TVM's copyfrom gives them. Arrays keep theirs and must match.
+        # TVM's copyfrom gives them, and keep their shape (a number is 0-d).
         if isinstance(value, (list, tuple, int, float)):
-            return np.ascontiguousarray(value, dtype=numpy_dtype(self._ex.get_input(key).dtype))
-        return _as_input(value)
+            value = np.array(value, dtype=numpy_dtype(self._ex.get_input(key).dtype))
+        try:
+            self._set_input(key, _as_input(value))
+        except InvalidArgumentError as e:
+            if e.code != "dtype_mismatch":
+                raise
+            self._set_input(key, _converted(value, self._ex.get_input(key).dtype, e))
 
     def set_input_zero_copy(self, key=None, value=None, **params):
         """Makes input ``key`` read ``value``'s memory directly (no copy): shape, dtype,
@@ -174,20 +204,16 @@ class GraphModule:
         return self._ex.get_output_index(name)
 
     def get_input_info(self):
-        """(shape_dict, dtype_dict) of the inputs that are not parameters, as TVM."""
-        shapes, dtypes = {}, {}
-        for name, shape, dtype in self._ex.get_input_info():
-            shapes[name] = tuple(shape)
-            dtypes[name] = dtype
-        return shapes, dtypes
+        """(shape_dict, dtype_dict) of the inputs, as TVM's: Maps of name -> ShapeTuple and
+        name -> String (a dict, a tuple and a str). As TVM's, they list every input but
+        the parameters loaded into this executor (load_params, share_params): for an
+        executor a single-file library made (lib["default"](dev), Model.load("model.so"))
+        they list the library's parameters too."""
+        return _info_maps(self._ex.tvm_input_info())
 
     def get_output_info(self):
-        """(shape_dict, dtype_dict) of the outputs, named "node:i"."""
-        shapes, dtypes = {}, {}
-        for name, shape, dtype in self._ex.get_output_info():
-            shapes[name] = tuple(shape)
-            dtypes[name] = dtype
-        return shapes, dtypes
+        """(shape_dict, dtype_dict) of the outputs, named "node:i", as get_input_info's."""
+        return _info_maps(self._ex.get_output_info())
 
     def get_output(self, index, out=None):
         """Output ``index``: a view of the executor's memory (valid after this module is
@@ -249,6 +275,29 @@ class GraphModule:
         if func_name == "run":
             return BenchmarkResult(self._ex.benchmark(*opts))
         return BenchmarkResult(_gexec._benchmark_callable(self.module[func_name], *opts))
+
+
+def _info_maps(rows):
+    shapes, dtypes = Map(), Map()
+    for name, shape, dtype in rows:
+        shapes[name] = ShapeTuple(shape)
+        dtypes[name] = String(dtype)
+    return shapes, dtypes
+
+
+def _converted(value, dtype, error):
+    """``value`` (refused by set_input for its dtype) as an array of ``dtype``, where numpy
+    converts it without changing its kind (float64 to float32, int64 to int32, int to
+    float), as TVM's copyfrom would; otherwise ``error`` again, saying how to convert it."""
+    if isinstance(value, np.generic):
+        value = np.asarray(value)
+    if isinstance(value, np.ndarray) and dtype in _NUMPY_DTYPES:
+        if value.dtype.kind != "V" and np.can_cast(value.dtype, dtype, "same_kind"):
+            return value.astype(dtype, order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
+        hint = "convert it with .astype(np.%s) if that is what you mean" % dtype
+    else:
+        hint = "convert it to %s first" % dtype
+    raise InvalidArgumentError("%s; %s" % (error.message, hint), error.code, error.errno) from None
 
 
 def _bytes(b):
