@@ -10,6 +10,11 @@ if(TARGET gexec_compiled)
 else()
   set(_gexec_arch_independent ARCH_INDEPENDENT)
 endif()
+# The C API: libgexec_c.so (its one export, gexec_get_api_base) and libgexec_c_static.a;
+# c_api.h is installed with the other headers.
+if(TARGET gexec_c)
+  install(TARGETS gexec_c gexec_c_static LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel)
+endif()
 install(DIRECTORY include/gexec DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devel)
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT devel)
 

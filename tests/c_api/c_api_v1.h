@@ -1,0 +1,132 @@
+/* A frozen copy of version 1 of <gexec/c_api.h>'s function table, as a client built
+ * against that version saw it. Never edit: test_c_api_v1.c, compiled against this file
+ * alone, runs against the current library to prove that appending to the table keeps
+ * old clients working. */
+#ifndef GEXEC_C_API_H_
+#define GEXEC_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GEXEC_C_API_VERSION 1
+
+typedef enum gexec_errc {
+  GEXEC_ERRC_INVALID_JSON = 1,
+  GEXEC_ERRC_INVALID_GRAPH = 2,
+  GEXEC_ERRC_INVALID_DTYPE = 3,
+  GEXEC_ERRC_INVALID_PARAMS = 4,
+  GEXEC_ERRC_INVALID_MODULE = 5,
+  GEXEC_ERRC_INVALID_ARGUMENT = 6,
+  GEXEC_ERRC_SHAPE_MISMATCH = 7,
+  GEXEC_ERRC_DTYPE_MISMATCH = 8,
+  GEXEC_ERRC_DEVICE_MISMATCH = 9,
+  GEXEC_ERRC_MISALIGNED = 10,
+  GEXEC_ERRC_NOT_FOUND = 11,
+  GEXEC_ERRC_SYMBOL_NOT_FOUND = 12,
+  GEXEC_ERRC_KERNEL_FAILED = 13,
+  GEXEC_ERRC_IO = 14,
+  GEXEC_ERRC_UNSUPPORTED = 15,
+  GEXEC_ERRC_OUT_OF_MEMORY = 16,
+  GEXEC_ERRC_BUSY = 17,
+  GEXEC_ERRC_INVALID_NPY = 18,
+  GEXEC_ERRC_NO_DEVICE = 19,
+  GEXEC_ERRC_DEVICE_ERROR = 20,
+  GEXEC_ERRC_UNKNOWN = 1000 /**< an exception that is not a gexec::error */
+} gexec_errc;
+
+typedef struct gexec_status gexec_status;
+typedef struct gexec_runtime gexec_runtime;
+typedef struct gexec_model gexec_model;
+typedef struct gexec_executor gexec_executor;
+
+/** The function table. Version 1 ends at executor_load_params_file. */
+typedef struct gexec_api {
+  /* ---- version 1 ---- */
+
+  /** The code of a non-NULL status (a gexec_errc); 0 for NULL. Thread-safe. */
+  int (*status_code)(const gexec_status* status);
+  /** Its message, owned by the status; "" for NULL. Thread-safe. */
+  const char* (*status_message)(const gexec_status* status);
+  /** Frees a status; NULL is ignored. */
+  void (*status_release)(gexec_status* status);
+
+  /** A runtime with its own thread pool of num_threads threads (0: one per core). */
+  gexec_status* (*runtime_create)(int num_threads, gexec_runtime** out);
+  /** Releases the handle; models loaded through it keep the runtime alive. */
+  gexec_status* (*runtime_release)(gexec_runtime* runtime);
+
+  /** TVM's three files: graph JSON, kernel library, parameter blob (params_path may be
+   *  NULL: no parameters). runtime may be NULL: the process default. Thread-safe. */
+  gexec_status* (*model_load_files)(gexec_runtime* runtime, const char* graph_path, const char* library_path,
+                                    const char* params_path, gexec_model** out);
+  /** A single-file library made by TVM's export_library (graph and parameters embedded). */
+  gexec_status* (*model_load_library)(gexec_runtime* runtime, const char* library_path, gexec_model** out);
+  /** From memory: the graph JSON text (graph_len bytes), the parameter blob (params may be
+   *  NULL when params_len is 0) and the path of the kernel library. The bytes are copied
+   *  or parsed before it returns. */
+  gexec_status* (*model_load_memory)(gexec_runtime* runtime, const char* graph_json, size_t graph_len, const void* params,
+                                     size_t params_len, const char* library_path, gexec_model** out);
+  /** Releases the handle; executors made from it keep what they need alive. */
+  gexec_status* (*model_release)(gexec_model* model);
+
+  /** A new executor of the model: its own activations, the model's parameters shared.
+   *  Thread-safe on one model from many threads. */
+  gexec_status* (*executor_create)(const gexec_model* model, gexec_executor** out);
+  gexec_status* (*executor_release)(gexec_executor* executor);
+
+  /** Inputs count parameters too, as in TVM. */
+  gexec_status* (*executor_num_inputs)(const gexec_executor* executor, int* out);
+  gexec_status* (*executor_num_outputs)(const gexec_executor* executor, int* out);
+  /** Names, owned by the model: valid while the model or one of its executors lives.
+   *  Outputs are named "<node>:<index>". */
+  gexec_status* (*executor_input_name)(const gexec_executor* executor, int index, const char** out);
+  gexec_status* (*executor_output_name)(const gexec_executor* executor, int index, const char** out);
+  /** The index of a name, or -1 when there is none (not an error). */
+  gexec_status* (*executor_input_index)(const gexec_executor* executor, const char* name, int* out);
+  gexec_status* (*executor_output_index)(const gexec_executor* executor, const char* name, int* out);
+  /** dtype, ndim and shape (ndim values, owned by the model, valid as names are). Any of
+   *  the out pointers may be NULL. */
+  gexec_status* (*executor_input_info)(const gexec_executor* executor, int index, DLDataType* dtype, int* ndim,
+                                       const int64_t** shape);
+  gexec_status* (*executor_output_info)(const gexec_executor* executor, int index, DLDataType* dtype, int* ndim,
+                                        const int64_t** shape);
+
+  /** Copies tensor into input index; shape and dtype must match the input's. */
+  gexec_status* (*executor_set_input)(gexec_executor* executor, int index, const DLTensor* tensor);
+  /** Makes input index read tensor's memory (not copied, 64-byte aligned, compact) until
+   *  set again; the caller keeps the memory alive and unchanged across runs. */
+  gexec_status* (*executor_set_input_zero_copy)(gexec_executor* executor, int index, const DLTensor* tensor);
+  /** Runs the graph. */
+  gexec_status* (*executor_run)(gexec_executor* executor);
+  /** A view of output index, owned by the executor: valid until the next run, the next
+   *  get_output of that index, or the executor's release. */
+  gexec_status* (*executor_get_output)(gexec_executor* executor, int index, const DLTensor** out);
+  /** Copies output index into buffer, a host buffer of buffer_size bytes (at least the
+   *  output's size, else GEXEC_ERRC_INVALID_ARGUMENT naming both sizes). */
+  gexec_status* (*executor_copy_output)(gexec_executor* executor, int index, void* buffer, size_t buffer_size);
+  /** Parameters into this executor's own memory (the model and its other executors are
+   *  unaffected): a blob of tvm.runtime.save_param_dict, or a file (blob, .safetensors,
+   *  .npz). A failed load leaves the old parameters. */
+  gexec_status* (*executor_load_params)(gexec_executor* executor, const void* bytes, size_t size);
+  gexec_status* (*executor_load_params_file)(gexec_executor* executor, const char* path);
+
+} gexec_api;
+
+typedef struct gexec_api_base {
+  const gexec_api* (*get_api)(uint32_t version);
+  const char* (*get_version_string)(void);
+} gexec_api_base;
+
+const gexec_api_base* gexec_get_api_base(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GEXEC_C_API_H_ */

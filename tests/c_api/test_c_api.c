@@ -1,0 +1,246 @@
+/* The C API from C (C11): examples/mlp loaded three ways, run, and compared with the
+ * values gexec-run's packaging test checks (softmax of the MLP for x = 0.5, -1, 2, 0.25);
+ * then the errors: each code, and a message naming the problem. Uses the header and the
+ * table only. */
+#include <gexec/c_api.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+static const gexec_api* api;
+
+#define CHECK(cond)                                                          \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                            \
+    }                                                                        \
+  } while (0)
+
+/* A call that must succeed: prints the status and stops the test if it does not. */
+#define OK(call)                                                                                          \
+  do {                                                                                                    \
+    gexec_status* s_ = (call);                                                                            \
+    if (s_) {                                                                                             \
+      fprintf(stderr, "%s:%d: %s failed: %d %s\n", __FILE__, __LINE__, #call, api->status_code(s_),      \
+              api->status_message(s_));                                                                   \
+      api->status_release(s_);                                                                            \
+      exit(1);                                                                                            \
+    }                                                                                                     \
+  } while (0)
+
+/* A call that must fail with `code` and a message containing `needle`. */
+static void expect_error(gexec_status* s, int code, const char* needle, const char* what, int line) {
+  if (!s) {
+    fprintf(stderr, "line %d: %s succeeded, expected code %d\n", line, what, code);
+    ++failures;
+    return;
+  }
+  if (api->status_code(s) != code || !strstr(api->status_message(s), needle)) {
+    fprintf(stderr, "line %d: %s: got code %d \"%s\", expected code %d and \"%s\"\n", line, what, api->status_code(s),
+            api->status_message(s), code, needle);
+    ++failures;
+  } else {
+    printf("  ok: %s -> %d %s\n", what, code, api->status_message(s));
+  }
+  api->status_release(s);
+}
+#define EXPECT_ERROR(call, code, needle) expect_error((call), (code), (needle), #call, __LINE__)
+
+static char* read_file(const char* path, size_t* size) {
+  FILE* f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* data = malloc((size_t)n + 1);
+  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
+    free(data);
+    data = NULL;
+  }
+  fclose(f);
+  if (data) {
+    data[n] = 0;
+    *size = (size_t)n;
+  }
+  return data;
+}
+
+static const float expected[3] = {0.400786f, 0.336452f, 0.262762f};
+
+static DLTensor host_tensor(void* data, int64_t* shape, int ndim, uint8_t code, uint8_t bits) {
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  t.data = data;
+  t.device.device_type = kDLCPU;
+  t.ndim = ndim;
+  t.dtype.code = code;
+  t.dtype.bits = bits;
+  t.dtype.lanes = 1;
+  t.shape = shape;
+  return t;
+}
+
+/* Runs the model once on x and checks both outputs paths (view and copy). */
+static void run_and_check(gexec_model* model, int zero_copy) {
+  gexec_executor* ex = NULL;
+  OK(api->executor_create(model, &ex));
+  int x_index = -1;
+  OK(api->executor_input_index(ex, "x", &x_index));
+  CHECK(x_index == 0);
+  int64_t shape[2] = {1, 4};
+  /* 64-byte aligned for zero copy */
+  float* x = aligned_alloc(64, 64);
+  x[0] = 0.5f, x[1] = -1.0f, x[2] = 2.0f, x[3] = 0.25f;
+  DLTensor xt = host_tensor(x, shape, 2, kDLFloat, 32);
+  if (zero_copy)
+    OK(api->executor_set_input_zero_copy(ex, x_index, &xt));
+  else
+    OK(api->executor_set_input(ex, x_index, &xt));
+  OK(api->executor_run(ex));
+
+  const DLTensor* view = NULL;
+  OK(api->executor_get_output(ex, 0, &view));
+  CHECK(view->ndim == 2 && view->shape[0] == 1 && view->shape[1] == 3);
+  CHECK(view->dtype.code == kDLFloat && view->dtype.bits == 32);
+  float copied[3] = {0, 0, 0};
+  OK(api->executor_copy_output(ex, 0, copied, sizeof copied));
+  const float* v = (const float*)((const char*)view->data + view->byte_offset);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(fabsf(v[i] - expected[i]) < 2e-6f);
+    CHECK(copied[i] == v[i]);
+  }
+  printf("  output (%s): %f %f %f\n", zero_copy ? "zero copy" : "copy", v[0], v[1], v[2]);
+  OK(api->executor_release(ex));
+  free(x);
+}
+
+int main(void) {
+  const gexec_api_base* base = gexec_get_api_base();
+  CHECK(base != NULL);
+  printf("gexec %s\n", base->get_version_string());
+  CHECK(base->get_api(0) == NULL);
+  CHECK(base->get_api(GEXEC_C_API_VERSION + 1) == NULL);
+  CHECK(base->get_api(1) != NULL);
+  api = base->get_api(GEXEC_C_API_VERSION);
+  if (!api) return 1;
+
+  const char* graph_path = GEXEC_SOURCE_DIR "/examples/mlp/graph.json";
+  const char* params_path = GEXEC_SOURCE_DIR "/examples/mlp/params.bin";
+  const char* lib_path = GEXEC_TEST_KERNELS;
+
+  /* ---- the three files, with a runtime of its own ---- */
+  gexec_runtime* rt = NULL;
+  OK(api->runtime_create(2, &rt));
+  gexec_model* model = NULL;
+  OK(api->model_load_files(rt, graph_path, lib_path, params_path, &model));
+  OK(api->runtime_release(rt)); /* the model keeps the runtime alive */
+
+  gexec_executor* ex = NULL;
+  OK(api->executor_create(model, &ex));
+  int n_in = 0, n_out = 0;
+  OK(api->executor_num_inputs(ex, &n_in));
+  OK(api->executor_num_outputs(ex, &n_out));
+  CHECK(n_in == 3 && n_out == 1);
+  const char* name = NULL;
+  OK(api->executor_input_name(ex, 1, &name));
+  CHECK(strcmp(name, "w1") == 0);
+  OK(api->executor_output_name(ex, 0, &name));
+  int out_index = -2;
+  OK(api->executor_output_index(ex, name, &out_index));
+  CHECK(out_index == 0);
+  OK(api->executor_input_index(ex, "nope", &out_index));
+  CHECK(out_index == -1);
+  DLDataType dtype;
+  int ndim = 0;
+  const int64_t* shape = NULL;
+  OK(api->executor_input_info(ex, 1, &dtype, &ndim, &shape));
+  CHECK(dtype.code == kDLFloat && dtype.bits == 32 && dtype.lanes == 1 && ndim == 2 && shape[0] == 8 && shape[1] == 4);
+  OK(api->executor_output_info(ex, 0, &dtype, &ndim, &shape));
+  CHECK(ndim == 2 && shape[0] == 1 && shape[1] == 3);
+  uint64_t param_bytes = 0;
+  OK(api->model_param_bytes(model, &param_bytes));
+  CHECK(param_bytes == (8 * 4 + 3 * 8) * 4);
+
+  run_and_check(model, 0);
+  run_and_check(model, 1);
+
+  /* ---- from memory, parameters loaded into an executor afterwards ---- */
+  size_t graph_len = 0, params_len = 0;
+  char* graph = read_file(graph_path, &graph_len);
+  char* params = read_file(params_path, &params_len);
+  CHECK(graph && params);
+  gexec_model* bare = NULL;
+  OK(api->model_load_memory(NULL, graph, graph_len, NULL, 0, lib_path, &bare));
+  gexec_executor* ex2 = NULL;
+  OK(api->executor_create(bare, &ex2));
+  OK(api->model_release(bare)); /* the executor keeps the model alive */
+  OK(api->executor_load_params(ex2, params, params_len));
+  OK(api->executor_load_params_file(ex2, params_path));
+  {
+    int64_t xs[2] = {1, 4};
+    float x[4] = {0.5f, -1.0f, 2.0f, 0.25f};
+    DLTensor xt = host_tensor(x, xs, 2, kDLFloat, 32);
+    OK(api->executor_set_input(ex2, 0, &xt));
+    OK(api->executor_run(ex2));
+    float y[3];
+    OK(api->executor_copy_output(ex2, 0, y, sizeof y));
+    for (int i = 0; i < 3; ++i) CHECK(fabsf(y[i] - expected[i]) < 2e-6f);
+  }
+  OK(api->executor_release(ex2));
+  gexec_model* with_params = NULL;
+  OK(api->model_load_memory(NULL, graph, graph_len, params, params_len, lib_path, &with_params));
+  run_and_check(with_params, 0);
+  OK(api->model_release(with_params));
+
+  /* ---- errors ---- */
+  printf("errors:\n");
+  gexec_model* bad = NULL;
+  EXPECT_ERROR(api->model_load_memory(NULL, "{\"nodes\": [", 11, NULL, 0, lib_path, &bad), GEXEC_ERRC_INVALID_JSON, "");
+  CHECK(bad == NULL);
+  EXPECT_ERROR(api->model_load_memory(NULL, "{\"nodes\": 3}", 12, NULL, 0, lib_path, &bad), GEXEC_ERRC_INVALID_GRAPH, "nodes");
+  EXPECT_ERROR(api->model_load_files(NULL, graph_path, "/nonexistent/libkernels.so", params_path, &bad), GEXEC_ERRC_IO,
+               "/nonexistent/libkernels.so");
+  EXPECT_ERROR(api->model_load_files(NULL, "/nonexistent/graph.json", lib_path, params_path, &bad), GEXEC_ERRC_IO,
+               "/nonexistent/graph.json");
+  EXPECT_ERROR(api->model_load_memory(NULL, graph, graph_len, "garbage", 7, lib_path, &bad), GEXEC_ERRC_INVALID_PARAMS, "");
+  {
+    int64_t good_shape[2] = {1, 4}, bad_shape[2] = {1, 5};
+    int32_t ints[5] = {0};
+    float floats[5] = {0};
+    DLTensor wrong_dtype = host_tensor(ints, good_shape, 2, kDLInt, 32);
+    DLTensor wrong_shape = host_tensor(floats, bad_shape, 2, kDLFloat, 32);
+    EXPECT_ERROR(api->executor_set_input(ex, 0, &wrong_dtype), GEXEC_ERRC_DTYPE_MISMATCH, "\"x\"");
+    EXPECT_ERROR(api->executor_set_input(ex, 0, &wrong_shape), GEXEC_ERRC_SHAPE_MISMATCH, "\"x\"");
+    EXPECT_ERROR(api->executor_set_input(ex, 7, &wrong_shape), GEXEC_ERRC_INVALID_ARGUMENT, "input");
+    EXPECT_ERROR(api->executor_set_input(ex, 0, NULL), GEXEC_ERRC_INVALID_ARGUMENT, "tensor is NULL");
+    float small[2];
+    EXPECT_ERROR(api->executor_copy_output(ex, 0, small, sizeof small), GEXEC_ERRC_INVALID_ARGUMENT, "too small");
+    EXPECT_ERROR(api->executor_output_info(ex, 1, NULL, NULL, NULL), GEXEC_ERRC_INVALID_ARGUMENT, "output index 1");
+  }
+  /* An unset input: run refuses it, naming it. */
+  EXPECT_ERROR(api->executor_run(ex), GEXEC_ERRC_INVALID_ARGUMENT, "\"x\"");
+  EXPECT_ERROR(api->executor_run(NULL), GEXEC_ERRC_INVALID_ARGUMENT, "executor is NULL");
+  OK(api->executor_release(ex));
+  EXPECT_ERROR(api->executor_run(ex), GEXEC_ERRC_INVALID_ARGUMENT, "not a live handle");
+  EXPECT_ERROR(api->executor_release(ex), GEXEC_ERRC_INVALID_ARGUMENT, "not a live handle");
+  OK(api->model_release(model));
+  EXPECT_ERROR(api->executor_create(model, &ex), GEXEC_ERRC_INVALID_ARGUMENT, "not a live handle");
+  EXPECT_ERROR(api->model_release(model), GEXEC_ERRC_INVALID_ARGUMENT, "not a live handle");
+  EXPECT_ERROR(api->runtime_release(rt), GEXEC_ERRC_INVALID_ARGUMENT, "not a live handle");
+  EXPECT_ERROR(api->runtime_create(-1, &rt), GEXEC_ERRC_INVALID_ARGUMENT, "negative");
+  CHECK(api->status_code(NULL) == 0 && strcmp(api->status_message(NULL), "") == 0);
+  api->status_release(NULL);
+
+  free(graph);
+  free(params);
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("all checks passed\n");
+  return 0;
+}
