@@ -13,7 +13,8 @@
 #                  their seeds. Debug, so that a test depending on the build type (optimisation, NDEBUG) is caught and
 #                  because the sanitizers need no optimiser (it tripled this stage's compile time); the examples are
 #                  left out (clang-release and gcc run them)
-#   tsan           clang 14 with ThreadSanitizer, only the concurrency tests (CTest label tsan) and the emulated CUDA suite
+#   tsan           clang 14 with ThreadSanitizer, only the concurrency tests (CTest label tsan: the C API's included) and the
+#                  emulated CUDA suite
 #   clang-release  clang 14, Release (-O3) as users build it: gexec-run, the examples and the compiled-mode library,
 #                  and the tests of the executor, policies, threads, runtime and CLI
 #   gcc            g++ 12, Release (-O3): every test, the TVM conformance suite, packaging and compile-fail tests included,
@@ -86,7 +87,7 @@ tsan_stage() {
   local flags=-fsanitize=thread
   type=RelWithDebInfo configure "$build-tsan" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF -DGEXEC_BUILD_TOOLS=OFF "${cuda[@]}" \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
-  local targets=(test_concurrency test_thread_pool test_runtime test_policies) labels=tsan
+  local targets=(test_concurrency test_thread_pool test_runtime test_policies test_c_api_threads) labels=tsan
   if [ "${cuda[0]}" = -DGEXEC_ENABLE_CUDA=ON ]; then targets+=(test_cuda test_emulated_driver test_backend_conformance_cuda); labels="tsan|cuda-emulated"; fi
   cmake --build "$build-tsan" -j "$jobs" --target "${targets[@]}"
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir "$build-tsan" --output-on-failure -L "$labels"
@@ -188,6 +189,7 @@ bench_stage() {
   local tvm_python=()  # TVM's own executor beside gexec's threads, where make_models.sh made its venv
   [ -x "$build/conformance/venv/bin/python" ] && tvm_python=(--tvm-python "$build/conformance/venv/bin/python")
   "$b/gexec_bench_dispatch" "${tvm_ffi[@]}"
+  "$b/gexec_bench_c_api"
   "$b/gexec_bench_thread_pool"
   "$b/gexec_bench_threads" "${tvm_python[@]}" $conformance
   echo "-- the same on one core, with 2 threads asked for:"
