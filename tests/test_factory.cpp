@@ -7,6 +7,9 @@
 #include "byte_builder.hpp"
 #include "test_support.hpp"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -221,6 +224,24 @@ TEST_CASE("load_factory runs a single-file library like lib[\"default\"](dev)") 
   other.set_input("x", gexec::ndarray::from_values<float>({1, 4}, {0, 0, 0, 0}));
   other.run();
   CHECK(ex.get_output(0).values<float>()[0] == doctest::Approx(0.4007862).epsilon(1e-6));
+}
+
+TEST_CASE("a single-file library's parameters are copied into one block: 64-byte aligned, back to back, padding zeroed") {
+  // One block, freed whole when the last model lets it go (detail::allocate_long_lived):
+  // never the heap's per-thread arenas, which keep what is freed at their top.
+  gexec::factory f = gexec::load_factory(GEXEC_TEST_FACTORY);
+  std::vector<const gexec::ndarray*> params;
+  for (const auto& item : f.params()) params.push_back(&item.second);
+  REQUIRE(params.size() == 2);
+  std::sort(params.begin(), params.end(), [](auto* a, auto* b) { return a->data() < b->data(); });
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto* p = static_cast<const std::byte*>(params[i]->data());
+    const std::uint64_t bytes = params[i]->byte_size();
+    const std::uint64_t padded = gexec::detail::align_up(bytes, gexec::detail::host_alignment);
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % gexec::detail::host_alignment == 0);
+    for (std::uint64_t b = bytes; b < padded; ++b) CHECK(p[b] == std::byte{0});
+    if (i + 1 < params.size()) CHECK(static_cast<const std::byte*>(params[i + 1]->data()) == p + padded);
+  }
 }
 
 TEST_CASE("load_factory on a library without an embedded graph says so") {

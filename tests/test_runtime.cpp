@@ -10,11 +10,13 @@
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -217,6 +219,35 @@ TEST_CASE("workspace blocks are 64-byte aligned, distinct, reused LIFO, and tole
   CHECK(arena.allocate(64) == a);
   int x = 0;
   CHECK(arena.free(&x) == -1);
+}
+
+TEST_CASE("long-lived host buffers are 64-byte aligned; large ones are mappings of their own, unmapped when freed") {
+  using gexec::detail::allocate_long_lived;
+  using gexec::detail::free_long_lived;
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto mapped = [&](const void* p) {  // whether the page holding p is mapped
+    unsigned char resident = 0;
+    return mincore(reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(p) / page * page), 1, &resident) == 0;
+  };
+  // Mapped from 128 KiB on (under AddressSanitizer never, the heap's bounds being checked).
+  for (std::uint64_t bytes : {std::uint64_t{0}, std::uint64_t{100}, (std::uint64_t{128} << 10) - 64, std::uint64_t{128} << 10, std::uint64_t{3} << 20}) {
+    CAPTURE(bytes);
+    auto* p = static_cast<std::byte*>(allocate_long_lived(bytes));
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
+    std::memset(p, 0xab, bytes);  // all of it is writable
+    const bool own_mapping = bytes >= gexec::detail::long_lived_mapped_bytes;
+    if (own_mapping) CHECK(reinterpret_cast<std::uintptr_t>(p - 64) % page == 0);  // the mapping's start, its header there
+    std::byte* last = p + (bytes ? bytes - 1 : 0);
+    free_long_lived(p);
+    if (own_mapping) CHECK_FALSE(mapped(last));  // given back to the system, not kept by the heap
+  }
+  free_long_lived(nullptr);
+  try {
+    (void)allocate_long_lived(UINT64_MAX - 1);  // refused before any allocator is asked
+    FAIL("no error");
+  } catch (const gexec::error& e) {
+    CHECK(e.code() == gexec::errc::out_of_memory);
+  }
 }
 
 TEST_CASE("a pool is sized and capped with one look at the machine (affinity mask and cgroup quota files)") {

@@ -892,10 +892,11 @@ class instance_state {
   std::string unusable_;          ///< set by a sticky device error: every later request gets it
 };
 
-/// Hands what an unloaded model freed on the heap back to the system (a single-file
-/// model's weights are copied out of its library onto the heap). Triton loads and unloads
-/// models on threads of its own, whose glibc arenas otherwise keep the freed pages: each
-/// load/unload cycle of a 47 MB model grew the server by about as much.
+/// Hands what an unloaded model freed on the heap back to the system. Its large buffers
+/// (weights, activations) are mappings of their own, unmapped as they are freed
+/// (gexec::detail::allocate_long_lived); what is left on the heap is small things (the
+/// graph, names, plans), freed into the glibc arenas of the threads Triton loads and
+/// unloads models on, whose free blocks this returns (all but an arena's top).
 void release_freed_memory() noexcept {
 #if defined(__GLIBC__)
   malloc_trim(0);

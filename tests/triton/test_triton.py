@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The gexec backend served by a real Triton Inference Server, checked over HTTP and gRPC.
 
-    python3 tests/triton/test_triton.py --env ENV_DIR --backend-dir DIR --conformance DIR --work DIR
+    python3 tests/triton/test_triton.py --env ENV_DIR --backend-dir DIR --conformance DIR --work DIR [--only reloads,...]
 
 ENV_DIR comes from tests/triton/setup_env.sh (the server from PyPI's nvidia-pytriton
 wheel, tritonclient in a venv; this script re-runs itself with that venv's Python);
@@ -555,9 +555,14 @@ def check_memory(env, args, refs, instances=4, slack=16 << 20):
                   % (form, instances, grown / 1e6, weights / 1e6, instances, activations / 1e6, bound / 1e6, slack / 1e6))
 
 
-def check_reloads(env, args, cycles=20, slack=5 << 20):
+def check_reloads(env, args, cycles=20, slack=1 << 20):
     """Load/unload cycles of ResNet (44.7 MB of weights) in explicit model control mode:
-    the server's memory after 20 cycles is within a few MB of what it was after one."""
+    the server's memory after 20 cycles is within 1 MB of what it was after one, in both
+    forms. (The weights and activations are mappings of their own, unmapped at unload:
+    from glibc's heap, after the first unload raised its mmap threshold, they went to the
+    arenas of Triton's 4 loading threads, whose tops malloc_trim does not return: the
+    server grew by 2-4 MB in 20 cycles. What is left is those threads' own arenas,
+    about 0.5 MB, reached by the 4th cycle.)"""
     d = os.path.join(args.conformance, "resnet")
     root = os.path.join(args.work, "reloads")
     shutil.rmtree(root, ignore_errors=True)
@@ -577,8 +582,29 @@ def check_reloads(env, args, cycles=20, slack=5 << 20):
                 while server.log_text().count("successfully unloaded '%s'" % form) <= cycle and time.monotonic() < deadline:
                     time.sleep(0.02)
                 rss.append(server.rss_bytes())
-            check(rss[-1] - rss[0] <= slack, "%s: %d load/unload cycles: the server holds %.1f MB after the first, %.1f MB after the last (want within %.0f MB)"
-                  % (form, cycles, rss[0] / 1e6, rss[-1] / 1e6, slack / 1e6))
+            check(rss[-1] - rss[0] <= slack, "%s: %d load/unload cycles: the server holds %.1f MB after the first, %.1f MB after the last (want within %.2f MB; "
+                  "MB over the first, cycle by cycle: %s)" % (form, cycles, rss[0] / 1e6, rss[-1] / 1e6, slack / 1e6,
+                                                              " ".join("%.2f" % ((r - rss[0]) / 1e6) for r in rss[1:])))
+
+
+def serve(env, args, repo, refs, relax_served, log):
+    """The checks on one server of the whole repository."""
+    with harness.Server(env, args.backend_dir, repo.root, log) as server:
+        server.wait_ready()
+        check_states(server, repo)
+        check_weights_as_inputs(server, args, refs)
+        check_named_outputs(server, refs)
+        check_models(server, repo, refs)
+        check_relax(server, relax_served)
+        check_batching(server, refs)
+        check_bad_requests(server, refs)
+        check_load(server, repo, refs)
+        check_cancellation(server, refs)
+        check(server.running(), "the server ran throughout")
+
+
+# What --only picks from, in the order they run.
+GROUPS = ("serve", "memory", "reloads", "shutdown")
 
 
 def main():
@@ -590,7 +616,13 @@ def main():
     p.add_argument("--conformance", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--relax", default="", help="the Relax suite's models (tests/relax/make_models.sh), served where they were built")
+    p.add_argument("--only", default="", help="run only these checks, comma-separated, of: " + ", ".join(GROUPS) +
+                   " (serve: everything checked on the server of the whole repository)")
     args = p.parse_args()
+    only = set(filter(None, args.only.split(",")))
+    if only - set(GROUPS):
+        p.error("--only: unknown check(s) %s; there are %s" % (", ".join(sorted(only - set(GROUPS))), ", ".join(GROUPS)))
+    run = only or set(GROUPS)
     env = harness.skip_if_unavailable(args.env)
     skipped = os.path.join(args.conformance, "SKIPPED")
     if os.path.isfile(skipped) or not os.path.isfile(os.path.join(args.conformance, "manifest.json")):
@@ -614,21 +646,14 @@ def main():
     refs = {m: Reference(args.conformance, m) for m in set(repo.good.values())}
     log = os.path.join(args.work, "server.log")
     try:
-        with harness.Server(env, args.backend_dir, repo.root, log) as server:
-            server.wait_ready()
-            check_states(server, repo)
-            check_weights_as_inputs(server, args, refs)
-            check_named_outputs(server, refs)
-            check_models(server, repo, refs)
-            check_relax(server, relax_served)
-            check_batching(server, refs)
-            check_bad_requests(server, refs)
-            check_load(server, repo, refs)
-            check_cancellation(server, refs)
-            check(server.running(), "the server ran throughout")
-        check_memory(env, args, refs)
-        check_reloads(env, args)
-        check_shutdown_after_client_dies(env, args)
+        if "serve" in run:
+            serve(env, args, repo, refs, relax_served, log)
+        if "memory" in run:
+            check_memory(env, args, refs)
+        if "reloads" in run:
+            check_reloads(env, args)
+        if "shutdown" in run:
+            check_shutdown_after_client_dies(env, args)
     except Exception:  # noqa: BLE001 - a crash of the test is a failure with its trace
         traceback.print_exc()
         failures.append("exception")

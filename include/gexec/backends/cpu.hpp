@@ -1,5 +1,7 @@
 #pragma once
-// The host backend: 64-byte aligned memory, memcpy, and everything else trivially.
+// The host backend: 64-byte aligned memory (large buffers in mappings of their own,
+// given back to the system when freed: allocate_long_lived), memcpy, and everything
+// else trivially.
 // The host has no queue, so a copy is complete when copy_async returns, events are
 // empty and synchronising waits for nothing. Kernel workspace comes from a per-thread
 // stack of reusable blocks, so that the steady state allocates nothing.
@@ -22,8 +24,9 @@ struct cpu_backend {
   struct stream_type {};
   struct event_type {};
 
-  void* allocate(DLDevice, std::uint64_t bytes) { return detail::allocate_aligned(bytes); }
-  void free(DLDevice, void* p) noexcept { detail::free_aligned(p); }
+  // An executor's storage and the copies of a model's weights: as long-lived as they.
+  void* allocate(DLDevice, std::uint64_t bytes) { return detail::allocate_long_lived(bytes); }
+  void free(DLDevice, void* p) noexcept { detail::free_long_lived(p); }
 
   stream_type create_stream(DLDevice) noexcept { return {}; }
   void destroy_stream(DLDevice, stream_type&) noexcept {}

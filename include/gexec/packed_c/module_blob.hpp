@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -64,10 +66,32 @@ inline void release_pages(std::span<const std::byte> bytes) noexcept {
 enum class factory_params {
   skip,     ///< check them, keep nothing
   copy,     ///< copy each into aligned storage of its own
-  /// copy, and release the blob's pages as they are read (release_pages): a blob in a
-  /// mapped library never holds its bytes resident beside their copies
+  /// copy, all into one block of their own (allocate_long_lived: a mapping given back to
+  /// the system whole when the last tensor lets it go), and release the blob's pages as
+  /// they are read (release_pages): a blob in a mapped library never holds its bytes
+  /// resident beside their copies
   copy_and_release,
 };
+
+/// The bytes of the parameters read_graph_factory keeps from `in` on (a copy of the reader,
+/// at the first tensor), each padded to host_alignment; nullopt where their headers do not
+/// read (read_graph_factory then says what is wrong, where).
+inline std::optional<std::uint64_t> kept_param_bytes(byte_reader in, const std::vector<std::string>& names) noexcept {
+  std::uint64_t total = 0;
+  try {
+    for (const std::string& name : names) {
+      const tensor_header h = read_tensor_header(in);
+      (void)in.bytes(h.bytes, "tensor data");
+      if (is_pad_name(name)) continue;
+      const std::uint64_t padded = align_up(h.bytes == 0 ? 1 : h.bytes, host_alignment);
+      if (padded < h.bytes || padded > UINT64_MAX - total) return std::nullopt;
+      total += padded;
+    }
+  } catch (...) {
+    return std::nullopt;
+  }
+  return total;
+}
 
 /// Reads a GraphExecutorFactory payload. Padding tensors (see params.hpp) are dropped.
 /// `progress` hears of the reader's position as parameters are copied.
@@ -88,6 +112,21 @@ inline graph_factory_blob read_graph_factory(byte_reader& in, factory_params mod
     release_pages({released, static_cast<std::size_t>(end - released)});
     released = end;
   };
+  // A loaded library's parameters go into one block: the models keep them in place, as
+  // long as the library's factory, and it is freed whole (see allocate_long_lived).
+  std::shared_ptr<void> block;
+  std::byte *next = nullptr, *block_end = nullptr;
+  if (mode == factory_params::copy_and_release) {
+    if (const std::optional<std::uint64_t> total = kept_param_bytes(in, names); total && *total) {
+      try {
+        block = std::shared_ptr<void>(allocate_long_lived(*total), &free_long_lived);
+      } catch (const error&) {
+        in.fail(errc::out_of_memory, "cannot allocate " + std::to_string(*total) + " bytes for the parameters");
+      }
+      next = static_cast<std::byte*>(block.get());
+      block_end = next + *total;
+    }
+  }
   constexpr std::uint64_t step = std::uint64_t{4} << 20;
   for (std::size_t i = 0; i < names.size(); ++i) {
     in.set_context(context + ": parameter " + std::to_string(i) + " (\"" + names[i] + "\")");
@@ -97,7 +136,16 @@ inline graph_factory_blob read_graph_factory(byte_reader& in, factory_params mod
       (void)in.bytes(h.bytes, "tensor data");
       continue;
     }
-    ndarray tensor = allocate_tensor(in, h.shape, h.dtype, h.bytes);
+    const std::uint64_t padded = align_up(h.bytes == 0 ? 1 : h.bytes, host_alignment);
+    ndarray tensor;
+    if (block && padded <= static_cast<std::uint64_t>(block_end - next)) {
+      std::memset(next + h.bytes, 0, static_cast<std::size_t>(padded - h.bytes));  // as allocate_tensor's padding
+      DLTensor t{next, cpu(), static_cast<std::int32_t>(h.shape.size()), h.dtype, h.shape.data(), nullptr, 0};
+      tensor = ndarray::view(t, block);
+      next += padded;
+    } else {
+      tensor = allocate_tensor(in, h.shape, h.dtype, h.bytes);
+    }
     auto* out = static_cast<std::byte*>(tensor.data());
     for (std::uint64_t done = 0; done < h.bytes; done += step) {
       const auto n = std::min(step, h.bytes - done);
