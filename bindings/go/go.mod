@@ -1,0 +1,3 @@
+module gexec
+
+go 1.19
