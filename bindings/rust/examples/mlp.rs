@@ -11,7 +11,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("gexec {}", gexec::version());
 
     // The model: graph, kernels and parameters; None is the process's default runtime.
-    let model = gexec::Model::load_files(None, dir.join("graph.json"), &args[2], Some(&dir.join("params.bin")))?;
+    let model = gexec::Model::load_files(
+        None,
+        dir.join("graph.json"),
+        &args[2],
+        Some(&dir.join("params.bin")),
+    )?;
     let mut ex = model.executor()?; // one per thread; many per model
 
     let x = ex.input_index("x")?.ok_or("the model has no input x")?;
@@ -20,7 +25,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let info = ex.output_info(0)?;
     let y: Vec<f32> = ex.output(0)?; // a copy; output_view borrows it instead
-    println!("{} {} {:?}: {:?}", ex.output_name(0)?, info.dtype, info.shape, y);
+    println!(
+        "{} {} {:?}: {:?}",
+        ex.output_name(0)?,
+        info.dtype,
+        info.shape,
+        y
+    );
 
     // Errors carry the C status's code and message.
     match ex.set_input(x, &[1i32, 2, 3, 4], &[1, 4]) {

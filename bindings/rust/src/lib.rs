@@ -62,7 +62,10 @@ pub struct Error {
 
 impl Error {
     fn new(code: i32, message: impl Into<String>) -> Error {
-        Error { code, message: message.into() }
+        Error {
+            code,
+            message: message.into(),
+        }
     }
     /// One of [`errc`]'s values.
     pub fn code(&self) -> i32 {
@@ -95,7 +98,10 @@ fn api() -> Result<Api> {
         if table.is_null() {
             Err(Error::new(
                 errc::UNSUPPORTED,
-                format!("libgexec_c has no table of version {}", ffi::GEXEC_C_API_VERSION),
+                format!(
+                    "libgexec_c has no table of version {}",
+                    ffi::GEXEC_C_API_VERSION
+                ),
             ))
         } else {
             Ok(&*table)
@@ -111,7 +117,9 @@ fn check(api: Api, status: *mut ffi::gexec_status) -> Result<()> {
     // SAFETY: a non-NULL status from the table, owned by us until released.
     unsafe {
         let code = (api.status_code)(status);
-        let message = CStr::from_ptr((api.status_message)(status)).to_string_lossy().into_owned();
+        let message = CStr::from_ptr((api.status_message)(status))
+            .to_string_lossy()
+            .into_owned();
         (api.status_release)(status);
         Err(Error::new(code, message))
     }
@@ -148,7 +156,9 @@ pub fn version() -> String {
     // SAFETY: the base is static and its string lives as long as the library.
     unsafe {
         let base = ffi::gexec_get_api_base();
-        CStr::from_ptr(((*base).get_version_string)()).to_string_lossy().into_owned()
+        CStr::from_ptr(((*base).get_version_string)())
+            .to_string_lossy()
+            .into_owned()
     }
 }
 
@@ -156,16 +166,56 @@ pub fn version() -> String {
 pub use ffi::DLDataType as DataType;
 
 impl DataType {
-    pub const INT8: DataType = DataType { code: 0, bits: 8, lanes: 1 };
-    pub const INT16: DataType = DataType { code: 0, bits: 16, lanes: 1 };
-    pub const INT32: DataType = DataType { code: 0, bits: 32, lanes: 1 };
-    pub const INT64: DataType = DataType { code: 0, bits: 64, lanes: 1 };
-    pub const UINT8: DataType = DataType { code: 1, bits: 8, lanes: 1 };
-    pub const UINT16: DataType = DataType { code: 1, bits: 16, lanes: 1 };
-    pub const UINT32: DataType = DataType { code: 1, bits: 32, lanes: 1 };
-    pub const UINT64: DataType = DataType { code: 1, bits: 64, lanes: 1 };
-    pub const FLOAT32: DataType = DataType { code: 2, bits: 32, lanes: 1 };
-    pub const FLOAT64: DataType = DataType { code: 2, bits: 64, lanes: 1 };
+    pub const INT8: DataType = DataType {
+        code: 0,
+        bits: 8,
+        lanes: 1,
+    };
+    pub const INT16: DataType = DataType {
+        code: 0,
+        bits: 16,
+        lanes: 1,
+    };
+    pub const INT32: DataType = DataType {
+        code: 0,
+        bits: 32,
+        lanes: 1,
+    };
+    pub const INT64: DataType = DataType {
+        code: 0,
+        bits: 64,
+        lanes: 1,
+    };
+    pub const UINT8: DataType = DataType {
+        code: 1,
+        bits: 8,
+        lanes: 1,
+    };
+    pub const UINT16: DataType = DataType {
+        code: 1,
+        bits: 16,
+        lanes: 1,
+    };
+    pub const UINT32: DataType = DataType {
+        code: 1,
+        bits: 32,
+        lanes: 1,
+    };
+    pub const UINT64: DataType = DataType {
+        code: 1,
+        bits: 64,
+        lanes: 1,
+    };
+    pub const FLOAT32: DataType = DataType {
+        code: 2,
+        bits: 32,
+        lanes: 1,
+    };
+    pub const FLOAT64: DataType = DataType {
+        code: 2,
+        bits: 64,
+        lanes: 1,
+    };
 
     /// Bytes of one element (lanes included), rounded up.
     pub fn size(&self) -> usize {
@@ -229,8 +279,11 @@ impl TensorInfo {
 fn elements_of(shape: &[i64]) -> Result<usize> {
     let mut n: usize = 1;
     for &d in shape {
-        let d = usize::try_from(d).map_err(|_| invalid(format!("negative dimension in shape {:?}", shape)))?;
-        n = n.checked_mul(d).ok_or_else(|| invalid(format!("shape {:?} overflows", shape)))?;
+        let d = usize::try_from(d)
+            .map_err(|_| invalid(format!("negative dimension in shape {:?}", shape)))?;
+        n = n
+            .checked_mul(d)
+            .ok_or_else(|| invalid(format!("shape {:?} overflows", shape)))?;
     }
     Ok(n)
 }
@@ -252,7 +305,10 @@ impl Runtime {
         let n = c_index(num_threads)?;
         let mut out = ptr::null_mut();
         check(api, unsafe { (api.runtime_create)(n, &mut out) })?;
-        Ok(Runtime { ptr: NonNull::new(out).expect("runtime_create gave NULL"), api })
+        Ok(Runtime {
+            ptr: NonNull::new(out).expect("runtime_create gave NULL"),
+            api,
+        })
     }
 
     fn raw(runtime: Option<&Runtime>) -> *mut ffi::gexec_runtime {
@@ -269,7 +325,9 @@ impl fmt::Debug for Runtime {
 impl Drop for Runtime {
     /// Models loaded through it keep it alive.
     fn drop(&mut self) {
-        let _ = check(self.api, unsafe { (self.api.runtime_release)(self.ptr.as_ptr()) });
+        let _ = check(self.api, unsafe {
+            (self.api.runtime_release)(self.ptr.as_ptr())
+        });
     }
 }
 
@@ -286,7 +344,10 @@ unsafe impl Sync for Model {}
 impl Model {
     fn wrap(api: Api, status: *mut ffi::gexec_status, out: *mut ffi::gexec_model) -> Result<Model> {
         check(api, status)?;
-        Ok(Model { ptr: NonNull::new(out).expect("a model loader gave NULL"), api })
+        Ok(Model {
+            ptr: NonNull::new(out).expect("a model loader gave NULL"),
+            api,
+        })
     }
 
     /// TVM's three files: the graph JSON, the kernel library and the parameter blob
@@ -307,7 +368,13 @@ impl Model {
         let params_ptr = params.as_ref().map_or(ptr::null(), |p| p.as_ptr());
         let mut out = ptr::null_mut();
         let status = unsafe {
-            (api.model_load_files)(Runtime::raw(runtime), graph.as_ptr(), library.as_ptr(), params_ptr, &mut out)
+            (api.model_load_files)(
+                Runtime::raw(runtime),
+                graph.as_ptr(),
+                library.as_ptr(),
+                params_ptr,
+                &mut out,
+            )
         };
         Model::wrap(api, status, out)
     }
@@ -317,7 +384,8 @@ impl Model {
         let api = api()?;
         let library = c_path(library.as_ref())?;
         let mut out = ptr::null_mut();
-        let status = unsafe { (api.model_load_library)(Runtime::raw(runtime), library.as_ptr(), &mut out) };
+        let status =
+            unsafe { (api.model_load_library)(Runtime::raw(runtime), library.as_ptr(), &mut out) };
         Model::wrap(api, status, out)
     }
 
@@ -331,7 +399,11 @@ impl Model {
     ) -> Result<Model> {
         let api = api()?;
         let library = c_path(library.as_ref())?;
-        let params_ptr = if params.is_empty() { ptr::null() } else { params.as_ptr() as *const c_void };
+        let params_ptr = if params.is_empty() {
+            ptr::null()
+        } else {
+            params.as_ptr() as *const c_void
+        };
         let mut out = ptr::null_mut();
         let status = unsafe {
             (api.model_load_memory)(
@@ -350,7 +422,9 @@ impl Model {
     /// Bytes of parameters the model holds, once for all its executors.
     pub fn param_bytes(&self) -> Result<u64> {
         let mut out = 0u64;
-        check(self.api, unsafe { (self.api.model_param_bytes)(self.ptr.as_ptr(), &mut out) })?;
+        check(self.api, unsafe {
+            (self.api.model_param_bytes)(self.ptr.as_ptr(), &mut out)
+        })?;
         Ok(out)
     }
 
@@ -358,8 +432,13 @@ impl Model {
     /// keeps what it needs of the model alive, so it may outlive this handle.
     pub fn executor(&self) -> Result<Executor> {
         let mut out = ptr::null_mut();
-        check(self.api, unsafe { (self.api.executor_create)(self.ptr.as_ptr(), &mut out) })?;
-        Ok(Executor { ptr: NonNull::new(out).expect("executor_create gave NULL"), api: self.api })
+        check(self.api, unsafe {
+            (self.api.executor_create)(self.ptr.as_ptr(), &mut out)
+        })?;
+        Ok(Executor {
+            ptr: NonNull::new(out).expect("executor_create gave NULL"),
+            api: self.api,
+        })
     }
 }
 
@@ -371,7 +450,9 @@ impl fmt::Debug for Model {
 
 impl Drop for Model {
     fn drop(&mut self) {
-        let _ = check(self.api, unsafe { (self.api.model_release)(self.ptr.as_ptr()) });
+        let _ = check(self.api, unsafe {
+            (self.api.model_release)(self.ptr.as_ptr())
+        });
     }
 }
 
@@ -385,7 +466,10 @@ pub struct Executor {
 unsafe impl Send for Executor {}
 
 impl Executor {
-    fn count(&self, f: unsafe extern "C" fn(*const ffi::gexec_executor, *mut c_int) -> *mut ffi::gexec_status) -> Result<usize> {
+    fn count(
+        &self,
+        f: unsafe extern "C" fn(*const ffi::gexec_executor, *mut c_int) -> *mut ffi::gexec_status,
+    ) -> Result<usize> {
         let mut n: c_int = 0;
         check(self.api, unsafe { f(self.ptr.as_ptr(), &mut n) })?;
         Ok(n as usize)
@@ -393,22 +477,36 @@ impl Executor {
 
     fn name(
         &self,
-        f: unsafe extern "C" fn(*const ffi::gexec_executor, c_int, *mut *const c_char) -> *mut ffi::gexec_status,
+        f: unsafe extern "C" fn(
+            *const ffi::gexec_executor,
+            c_int,
+            *mut *const c_char,
+        ) -> *mut ffi::gexec_status,
         index: usize,
     ) -> Result<String> {
         let mut out: *const c_char = ptr::null();
-        check(self.api, unsafe { f(self.ptr.as_ptr(), c_index(index)?, &mut out) })?;
-        Ok(unsafe { CStr::from_ptr(out) }.to_string_lossy().into_owned())
+        check(self.api, unsafe {
+            f(self.ptr.as_ptr(), c_index(index)?, &mut out)
+        })?;
+        Ok(unsafe { CStr::from_ptr(out) }
+            .to_string_lossy()
+            .into_owned())
     }
 
     fn index(
         &self,
-        f: unsafe extern "C" fn(*const ffi::gexec_executor, *const c_char, *mut c_int) -> *mut ffi::gexec_status,
+        f: unsafe extern "C" fn(
+            *const ffi::gexec_executor,
+            *const c_char,
+            *mut c_int,
+        ) -> *mut ffi::gexec_status,
         name: &str,
     ) -> Result<Option<usize>> {
         let name = c_string(name.as_bytes())?;
         let mut out: c_int = -1;
-        check(self.api, unsafe { f(self.ptr.as_ptr(), name.as_ptr(), &mut out) })?;
+        check(self.api, unsafe {
+            f(self.ptr.as_ptr(), name.as_ptr(), &mut out)
+        })?;
         Ok(if out < 0 { None } else { Some(out as usize) })
     }
 
@@ -426,8 +524,20 @@ impl Executor {
         let mut dtype = DataType::default();
         let mut ndim: c_int = 0;
         let mut shape: *const i64 = ptr::null();
-        check(self.api, unsafe { f(self.ptr.as_ptr(), c_index(index)?, &mut dtype, &mut ndim, &mut shape) })?;
-        let shape = if ndim > 0 { unsafe { std::slice::from_raw_parts(shape, ndim as usize) }.to_vec() } else { Vec::new() };
+        check(self.api, unsafe {
+            f(
+                self.ptr.as_ptr(),
+                c_index(index)?,
+                &mut dtype,
+                &mut ndim,
+                &mut shape,
+            )
+        })?;
+        let shape = if ndim > 0 {
+            unsafe { std::slice::from_raw_parts(shape, ndim as usize) }.to_vec()
+        } else {
+            Vec::new()
+        };
         Ok(TensorInfo { dtype, shape })
     }
 
@@ -462,11 +572,19 @@ impl Executor {
     fn tensor<T: Element>(data: &[T], shape: &[i64]) -> Result<ffi::DLTensor> {
         let n = elements_of(shape)?;
         if n != data.len() {
-            return Err(invalid(format!("{} values do not fill shape {:?} ({} elements)", data.len(), shape, n)));
+            return Err(invalid(format!(
+                "{} values do not fill shape {:?} ({} elements)",
+                data.len(),
+                shape,
+                n
+            )));
         }
         Ok(ffi::DLTensor {
             data: data.as_ptr() as *mut c_void,
-            device: ffi::DLDevice { device_type: ffi::KDL_CPU, device_id: 0 },
+            device: ffi::DLDevice {
+                device_type: ffi::KDL_CPU,
+                device_id: 0,
+            },
             ndim: c_int::try_from(shape.len()).map_err(|_| invalid("too many dimensions"))?,
             dtype: T::DTYPE,
             shape: shape.as_ptr() as *mut i64,
@@ -480,7 +598,9 @@ impl Executor {
     /// whose length is not the shape's element count is refused here (INVALID_ARGUMENT).
     pub fn set_input<T: Element>(&mut self, index: usize, data: &[T], shape: &[i64]) -> Result<()> {
         let t = Executor::tensor(data, shape)?;
-        check(self.api, unsafe { (self.api.executor_set_input)(self.ptr.as_ptr(), c_index(index)?, &t) })
+        check(self.api, unsafe {
+            (self.api.executor_set_input)(self.ptr.as_ptr(), c_index(index)?, &t)
+        })
     }
 
     /// Makes input `index` read `data` without a copy until it is set again.
@@ -488,14 +608,24 @@ impl Executor {
     /// # Safety
     /// `data` must stay alive and unchanged for every later `run` until the input is set
     /// again or the executor dropped; it must be 64-byte aligned (else MISALIGNED).
-    pub unsafe fn set_input_zero_copy<T: Element>(&mut self, index: usize, data: &[T], shape: &[i64]) -> Result<()> {
+    pub unsafe fn set_input_zero_copy<T: Element>(
+        &mut self,
+        index: usize,
+        data: &[T],
+        shape: &[i64],
+    ) -> Result<()> {
         let t = Executor::tensor(data, shape)?;
-        check(self.api, (self.api.executor_set_input_zero_copy)(self.ptr.as_ptr(), c_index(index)?, &t))
+        check(
+            self.api,
+            (self.api.executor_set_input_zero_copy)(self.ptr.as_ptr(), c_index(index)?, &t),
+        )
     }
 
     /// Runs the graph.
     pub fn run(&mut self) -> Result<()> {
-        check(self.api, unsafe { (self.api.executor_run)(self.ptr.as_ptr()) })
+        check(self.api, unsafe {
+            (self.api.executor_run)(self.ptr.as_ptr())
+        })
     }
 
     fn expect_dtype<T: Element>(what: &str, index: usize, dtype: DataType) -> Result<()> {
@@ -547,26 +677,42 @@ impl Executor {
     /// `run` or the next view of the executor, as the C API requires.
     pub fn output_view<T: Element>(&mut self, index: usize) -> Result<(&[T], Vec<i64>)> {
         let mut view: *const ffi::DLTensor = ptr::null();
-        check(self.api, unsafe { (self.api.executor_get_output)(self.ptr.as_ptr(), c_index(index)?, &mut view) })?;
+        check(self.api, unsafe {
+            (self.api.executor_get_output)(self.ptr.as_ptr(), c_index(index)?, &mut view)
+        })?;
         let t = unsafe { &*view };
         Executor::expect_dtype::<T>("output", index, t.dtype)?;
         if t.device.device_type != ffi::KDL_CPU {
-            return Err(Error::new(errc::DEVICE_MISMATCH, format!("output {} is not in host memory", index)));
+            return Err(Error::new(
+                errc::DEVICE_MISMATCH,
+                format!("output {} is not in host memory", index),
+            ));
         }
-        let shape = if t.ndim > 0 { unsafe { std::slice::from_raw_parts(t.shape, t.ndim as usize) }.to_vec() } else { Vec::new() };
+        let shape = if t.ndim > 0 {
+            unsafe { std::slice::from_raw_parts(t.shape, t.ndim as usize) }.to_vec()
+        } else {
+            Vec::new()
+        };
         if !t.strides.is_null() {
             let mut expected = 1i64;
             let strides = unsafe { std::slice::from_raw_parts(t.strides, t.ndim as usize) };
             for (d, s) in shape.iter().zip(strides).rev() {
                 if *d != 1 && *s != expected {
-                    return Err(Error::new(errc::UNSUPPORTED, format!("output {} is not compact", index)));
+                    return Err(Error::new(
+                        errc::UNSUPPORTED,
+                        format!("output {} is not compact", index),
+                    ));
                 }
                 expected *= *d;
             }
         }
         let n = elements_of(&shape)?;
         let data = unsafe { (t.data as *const u8).add(t.byte_offset as usize) as *const T };
-        let slice = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(data, n) } };
+        let slice = if n == 0 {
+            &[][..]
+        } else {
+            unsafe { std::slice::from_raw_parts(data, n) }
+        };
         Ok((slice, shape))
     }
 
@@ -574,14 +720,20 @@ impl Executor {
     /// A failed load leaves the old parameters.
     pub fn load_params(&mut self, bytes: &[u8]) -> Result<()> {
         check(self.api, unsafe {
-            (self.api.executor_load_params)(self.ptr.as_ptr(), bytes.as_ptr() as *const c_void, bytes.len())
+            (self.api.executor_load_params)(
+                self.ptr.as_ptr(),
+                bytes.as_ptr() as *const c_void,
+                bytes.len(),
+            )
         })
     }
 
     /// Parameters from a file (blob, .safetensors, .npz).
     pub fn load_params_file<P: AsRef<Path>>(&mut self, path: P) -> Result<()> {
         let path = c_path(path.as_ref())?;
-        check(self.api, unsafe { (self.api.executor_load_params_file)(self.ptr.as_ptr(), path.as_ptr()) })
+        check(self.api, unsafe {
+            (self.api.executor_load_params_file)(self.ptr.as_ptr(), path.as_ptr())
+        })
     }
 }
 
@@ -593,6 +745,8 @@ impl fmt::Debug for Executor {
 
 impl Drop for Executor {
     fn drop(&mut self) {
-        let _ = check(self.api, unsafe { (self.api.executor_release)(self.ptr.as_ptr()) });
+        let _ = check(self.api, unsafe {
+            (self.api.executor_release)(self.ptr.as_ptr())
+        });
     }
 }

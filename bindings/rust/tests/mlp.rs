@@ -25,13 +25,24 @@ fn kernels() -> PathBuf {
 
 fn load() -> Model {
     let dir = mlp();
-    Model::load_files(None, dir.join("graph.json"), kernels(), Some(&dir.join("params.bin"))).unwrap()
+    Model::load_files(
+        None,
+        dir.join("graph.json"),
+        kernels(),
+        Some(&dir.join("params.bin")),
+    )
+    .unwrap()
 }
 
 fn assert_expected(y: &[f32]) {
     assert_eq!(y.len(), 3);
     for i in 0..3 {
-        assert!((y[i] - EXPECTED[i]).abs() < 2e-6, "output {:?}, expected {:?}", y, EXPECTED);
+        assert!(
+            (y[i] - EXPECTED[i]).abs() < 2e-6,
+            "output {:?}, expected {:?}",
+            y,
+            EXPECTED
+        );
     }
 }
 
@@ -44,10 +55,18 @@ fn run_x(ex: &mut Executor) -> Vec<f32> {
 
 fn expect_error<T: std::fmt::Debug>(r: Result<T, Error>, code: i32, needle: &str) {
     match r {
-        Ok(v) => panic!("succeeded with {:?}, expected code {} and \"{}\"", v, code, needle),
+        Ok(v) => panic!(
+            "succeeded with {:?}, expected code {} and \"{}\"",
+            v, code, needle
+        ),
         Err(e) => {
             assert_eq!(e.code(), code, "{}", e);
-            assert!(e.message().contains(needle), "message \"{}\" lacks \"{}\"", e.message(), needle);
+            assert!(
+                e.message().contains(needle),
+                "message \"{}\" lacks \"{}\"",
+                e.message(),
+                needle
+            );
             println!("  ok: {}", e);
         }
     }
@@ -63,7 +82,13 @@ fn version() {
 fn files_with_runtime() {
     let dir = mlp();
     let rt = Runtime::new(2).unwrap();
-    let model = Model::load_files(Some(&rt), dir.join("graph.json"), kernels(), Some(&dir.join("params.bin"))).unwrap();
+    let model = Model::load_files(
+        Some(&rt),
+        dir.join("graph.json"),
+        kernels(),
+        Some(&dir.join("params.bin")),
+    )
+    .unwrap();
     drop(rt); // the model keeps the runtime alive
     assert_eq!(model.param_bytes().unwrap(), (8 * 4 + 3 * 8) * 4);
     let mut ex = model.executor().unwrap();
@@ -77,7 +102,10 @@ fn files_with_runtime() {
     assert_eq!(w1.dtype, DataType::FLOAT32);
     assert_eq!(w1.shape, vec![8, 4]);
     let y = ex.output_info(0).unwrap();
-    assert_eq!((y.dtype, y.shape.clone(), y.num_elements()), (DataType::FLOAT32, vec![1, 3], 3));
+    assert_eq!(
+        (y.dtype, y.shape.clone(), y.num_elements()),
+        (DataType::FLOAT32, vec![1, 3], 3)
+    );
 
     let y = run_x(&mut ex);
     assert_expected(&y);
@@ -140,7 +168,12 @@ fn executors_on_threads() {
 fn errors() {
     let dir = mlp();
     expect_error(
-        Model::load_files(None, dir.join("graph.json"), "/nonexistent/libkernels.so", Some(&dir.join("params.bin"))),
+        Model::load_files(
+            None,
+            dir.join("graph.json"),
+            "/nonexistent/libkernels.so",
+            Some(&dir.join("params.bin")),
+        ),
         errc::IO,
         "/nonexistent/libkernels.so",
     );
@@ -149,29 +182,69 @@ fn errors() {
         errc::IO,
         "/nonexistent/graph.json",
     );
-    expect_error(Model::load_memory(None, b"{\"nodes\": [", &[], kernels()), errc::INVALID_JSON, "");
-    expect_error(Model::load_memory(None, b"{\"nodes\": 3}", &[], kernels()), errc::INVALID_GRAPH, "nodes");
+    expect_error(
+        Model::load_memory(None, b"{\"nodes\": [", &[], kernels()),
+        errc::INVALID_JSON,
+        "",
+    );
+    expect_error(
+        Model::load_memory(None, b"{\"nodes\": 3}", &[], kernels()),
+        errc::INVALID_GRAPH,
+        "nodes",
+    );
     let graph = std::fs::read(dir.join("graph.json")).unwrap();
-    expect_error(Model::load_memory(None, &graph, b"garbage", kernels()), errc::INVALID_PARAMS, "");
+    expect_error(
+        Model::load_memory(None, &graph, b"garbage", kernels()),
+        errc::INVALID_PARAMS,
+        "",
+    );
 
     let model = load();
     let mut ex = model.executor().unwrap();
     // the C library refuses a dtype or a shape other than the input's
-    expect_error(ex.set_input(0, &[0i32; 4], &[1, 4]), errc::DTYPE_MISMATCH, "\"x\"");
-    expect_error(ex.set_input(0, &[0f32; 5], &[1, 5]), errc::SHAPE_MISMATCH, "\"x\"");
-    expect_error(ex.set_input(7, &[0f32; 4], &[1, 4]), errc::INVALID_ARGUMENT, "input");
+    expect_error(
+        ex.set_input(0, &[0i32; 4], &[1, 4]),
+        errc::DTYPE_MISMATCH,
+        "\"x\"",
+    );
+    expect_error(
+        ex.set_input(0, &[0f32; 5], &[1, 5]),
+        errc::SHAPE_MISMATCH,
+        "\"x\"",
+    );
+    expect_error(
+        ex.set_input(7, &[0f32; 4], &[1, 4]),
+        errc::INVALID_ARGUMENT,
+        "input",
+    );
     // the binding refuses a slice that does not fill its shape
-    expect_error(ex.set_input(0, &[0f32; 3], &[1, 4]), errc::INVALID_ARGUMENT, "do not fill");
+    expect_error(
+        ex.set_input(0, &[0f32; 3], &[1, 4]),
+        errc::INVALID_ARGUMENT,
+        "do not fill",
+    );
     // an unset input: run refuses it, naming it
     expect_error(ex.run(), errc::INVALID_ARGUMENT, "\"x\"");
     ex.set_input(0, &X, &[1, 4]).unwrap();
     ex.run().unwrap();
     let mut small = [0f32; 2];
-    expect_error(ex.copy_output(0, &mut small), errc::INVALID_ARGUMENT, "too small");
+    expect_error(
+        ex.copy_output(0, &mut small),
+        errc::INVALID_ARGUMENT,
+        "too small",
+    );
     let mut ints = [0i32; 3];
-    expect_error(ex.copy_output(0, &mut ints), errc::DTYPE_MISMATCH, "float32");
+    expect_error(
+        ex.copy_output(0, &mut ints),
+        errc::DTYPE_MISMATCH,
+        "float32",
+    );
     expect_error(ex.output::<f64>(0), errc::DTYPE_MISMATCH, "float32");
-    expect_error(ex.output_view::<i64>(0).map(|(v, _)| v.len()), errc::DTYPE_MISMATCH, "float32");
+    expect_error(
+        ex.output_view::<i64>(0).map(|(v, _)| v.len()),
+        errc::DTYPE_MISMATCH,
+        "float32",
+    );
     expect_error(ex.output_info(1), errc::INVALID_ARGUMENT, "output index 1");
     expect_error(ex.load_params(b"garbage"), errc::INVALID_PARAMS, "");
     // a failed load left the parameters
@@ -179,7 +252,9 @@ fn errors() {
     ex.run().unwrap();
     assert_expected(&ex.output::<f32>(0).unwrap());
 
-    let e = Model::load_files(None, "/nonexistent/graph.json", kernels(), None).err().unwrap();
+    let e = Model::load_files(None, "/nonexistent/graph.json", kernels(), None)
+        .err()
+        .unwrap();
     assert!(e.to_string().starts_with("gexec error 14: "), "{}", e);
     let boxed: Box<dyn std::error::Error> = Box::new(e);
     assert!(boxed.to_string().contains("/nonexistent/graph.json"));
