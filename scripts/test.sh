@@ -8,8 +8,8 @@
 #                                         what the gcc stage built: its conformance models and programs)
 #
 # Stages, each timed:
-#   clang          clang 14 with ASan+UBSan, Debug (-O0 -g, assertions on): every test but conformance, packaging
-#                  and compile-fail (the CUDA suite over the host-emulated driver included), and the fuzz targets over
+#   clang          clang 14 with ASan+UBSan, Debug (-O0 -g, assertions on): every test but conformance, packaging,
+#                  compile-fail and the language bindings (the CUDA suite over the host-emulated driver included), and the fuzz targets over
 #                  their seeds. Debug, so that a test depending on the build type (optimisation, NDEBUG) is caught and
 #                  because the sanitizers need no optimiser (it tripled this stage's compile time); the examples are
 #                  left out (clang-release and gcc run them)
@@ -18,6 +18,7 @@
 #   clang-release  clang 14, Release (-O3) as users build it: gexec-run, the examples and the compiled-mode library,
 #                  and the tests of the executor, policies, threads, runtime and CLI
 #   gcc            g++ 12, Release (-O3): every test, the TVM conformance suite, packaging and compile-fail tests included,
+#                  the C API and its bindings (Rust: cargo test, Go: go test, Java: the JDK; label bindings),
 #                  the TVM-FFI suite (label tvm_ffi: kernels compiled by PyPI's apache-tvm 0.27, the ABI of TVM >= 0.21),
 #                  and the Triton backend served by a real Triton server (label triton; PyPI's nvidia-pytriton wheel),
 #                  models with CUDA parts over the host-emulated CUDA driver included
@@ -80,7 +81,7 @@ clang_stage() {
     -DGEXEC_HEADER_CHECK=OFF "${cuda[@]}" \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
   cmake --build "$build-clang" -j "$jobs"
-  ctest --test-dir "$build-clang" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail"
+  ctest --test-dir "$build-clang" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail|bindings"
 }
 
 tsan_stage() {
