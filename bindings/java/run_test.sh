@@ -1,0 +1,56 @@
+#!/bin/sh
+# Builds and tests gexec's Java binding: the JNI glue (native/gexec_jni.c) with the system C
+# compiler against libgexec_c, the classes with javac (javac -h writes the JNI header),
+# gexec.jar with jar, then runs the self-checking test program on examples/mlp.
+# Usage: run_test.sh <source dir> <dir of libgexec_c.so> <kernel library> <work dir>
+# Exits 77 ("SKIP: ...") where no JDK is found. JAVA_HOME picks the JDK; else javac's.
+set -eu
+if [ $# -ne 4 ]; then
+  echo "usage: $0 <source dir> <dir of libgexec_c.so> <kernel library> <work dir>" >&2
+  exit 2
+fi
+src=$(cd "$1" && pwd)
+libdir=$(cd "$2" && pwd)
+kernels=$3
+work=$4
+here=$src/bindings/java
+
+jdk=
+for candidate in "${JAVA_HOME:-}" \
+    "$(command -v javac >/dev/null 2>&1 && dirname "$(dirname "$(readlink -f "$(command -v javac)")")")" \
+    /usr/lib/jvm/default-java /usr/lib/jvm/java-17-openjdk-amd64; do
+  if [ -n "$candidate" ] && [ -x "$candidate/bin/javac" ] && [ -x "$candidate/bin/jar" ] &&
+      [ -f "$candidate/include/jni.h" ]; then
+    jdk=$candidate
+    break
+  fi
+done
+if [ -z "$jdk" ]; then
+  echo "SKIP: no JDK found (javac, jar and include/jni.h; install default-jdk-headless or set JAVA_HOME)"
+  exit 77
+fi
+cc=${CC:-cc}
+if ! command -v "$cc" >/dev/null 2>&1; then
+  echo "SKIP: no C compiler ($cc) for the JNI library"
+  exit 77
+fi
+echo "JDK: $jdk ($("$jdk/bin/javac" -version 2>&1))"
+
+rm -rf "$work"
+mkdir -p "$work/classes" "$work/test-classes" "$work/include" "$work/lib"
+
+# Classes, and the JNI header of org.gexec.Native.
+"$jdk/bin/javac" -Xlint:all -Werror --release 11 -d "$work/classes" -h "$work/include" "$here"/src/org/gexec/*.java
+"$jdk/bin/jar" --create --file "$work/gexec.jar" -C "$work/classes" .
+
+# The JNI glue; its header must match the one just generated.
+"$cc" -std=c11 -O2 -g -fPIC -shared -Wall -Wextra -Werror \
+  -I"$work/include" -I"$jdk/include" -I"$jdk/include/linux" -I"$src/include" -I/usr/include/dlpack \
+  -o "$work/lib/libgexec_jni.so" "$here/native/gexec_jni.c" \
+  -L"$libdir" -lgexec_c -Wl,-rpath,"$libdir" -Wl,--no-undefined
+
+# The test, against the jar.
+"$jdk/bin/javac" -Xlint:all -Werror --release 11 -cp "$work/gexec.jar" -d "$work/test-classes" \
+  "$here"/test/org/gexec/test/*.java
+exec "$jdk/bin/java" -Xcheck:jni -Djava.library.path="$work/lib" -cp "$work/gexec.jar:$work/test-classes" \
+  org.gexec.test.GexecTest "$src" "$kernels"
