@@ -4,6 +4,10 @@
 # gexec.jar with jar, then runs the self-checking test program on examples/mlp.
 # Usage: run_test.sh <source dir> <dir of libgexec_c.so> <kernel library> <work dir>
 # Exits 77 ("SKIP: ...") where no JDK is found. JAVA_HOME picks the JDK; else javac's.
+# For another target: CC (the C compiler, e.g. aarch64-linux-gnu-gcc, with <dir of
+# libgexec_c.so> and the kernel library built for that target) and GEXEC_JAVA_RUN (the
+# command that runs java there, e.g. "qemu-aarch64 -L / /usr/lib/jvm/java-17-openjdk-arm64/bin/java").
+# Where aarch64-linux-gnu-gcc is installed, the glue is also compiled for aarch64 (a build check).
 set -eu
 if [ $# -ne 4 ]; then
   echo "usage: $0 <source dir> <dir of libgexec_c.so> <kernel library> <work dir>" >&2
@@ -49,8 +53,16 @@ mkdir -p "$work/classes" "$work/test-classes" "$work/include" "$work/lib"
   -o "$work/lib/libgexec_jni.so" "$here/native/gexec_jni.c" \
   -L"$libdir" -lgexec_c -Wl,-rpath,"$libdir" -Wl,--no-undefined
 
+# The glue compiles for aarch64 too (Android boards): a build check, not linked.
+if [ "$cc" != aarch64-linux-gnu-gcc ] && command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
+  aarch64-linux-gnu-gcc -std=c11 -O2 -fPIC -Wall -Wextra -Werror -c \
+    -I"$work/include" -I"$jdk/include" -I"$jdk/include/linux" -I"$src/include" -I/usr/include/dlpack \
+    -o "$work/gexec_jni.aarch64.o" "$here/native/gexec_jni.c"
+  echo "aarch64: the JNI glue compiles (aarch64-linux-gnu-gcc)"
+fi
+
 # The test, against the jar.
 "$jdk/bin/javac" -Xlint:all -Werror --release 11 -cp "$work/gexec.jar" -d "$work/test-classes" \
   "$here"/test/org/gexec/test/*.java
-exec "$jdk/bin/java" -Xcheck:jni -Djava.library.path="$work/lib" -cp "$work/gexec.jar:$work/test-classes" \
+exec ${GEXEC_JAVA_RUN:-"$jdk/bin/java"} -Xcheck:jni -Djava.library.path="$work/lib" -cp "$work/gexec.jar:$work/test-classes" \
   org.gexec.test.GexecTest "$src" "$kernels"
