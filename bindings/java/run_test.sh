@@ -64,5 +64,13 @@ fi
 # The test, against the jar.
 "$jdk/bin/javac" -Xlint:all -Werror --release 11 -cp "$work/gexec.jar" -d "$work/test-classes" \
   "$here"/test/org/gexec/test/*.java
-exec ${GEXEC_JAVA_RUN:-"$jdk/bin/java"} -Xcheck:jni -Djava.library.path="$work/lib" -cp "$work/gexec.jar:$work/test-classes" \
+java=${GEXEC_JAVA_RUN:-"$jdk/bin/java"}
+$java -Xcheck:jni -Djava.library.path="$work/lib" -cp "$work/gexec.jar:$work/test-classes" \
   org.gexec.test.GexecTest "$src" "$kernels"
+
+# docs/java.md's example, as written there.
+mkdir -p "$work/example"
+"$jdk/bin/javac" -Xlint:all -Werror --release 11 -cp "$work/gexec.jar" -d "$work/example" "$here/example/Example.java"
+echo "example:"
+$java -Djava.library.path="$work/lib" -cp "$work/gexec.jar:$work/example" \
+  Example "$src/examples/mlp/graph.json" "$kernels" "$src/examples/mlp/params.bin"

@@ -209,7 +209,8 @@ public final class Executor implements AutoCloseable {
   /** A direct buffer of bytes bytes in native byte order whose address is 64-byte aligned. */
   public static ByteBuffer allocateAligned(long bytes) {
     if (bytes < 0 || bytes > Integer.MAX_VALUE - 64) throw new IllegalArgumentException("size " + bytes);
-    ByteBuffer b = ByteBuffer.allocateDirect((int) bytes + 64).alignedSlice(64);
+    // alignedSlice rounds the end down to a multiple of 64 too: room for a whole last unit.
+    ByteBuffer b = ByteBuffer.allocateDirect((int) ((bytes + 63) / 64 * 64) + 64).alignedSlice(64);
     b.limit((int) bytes);
     return b.slice().order(ByteOrder.nativeOrder());
   }

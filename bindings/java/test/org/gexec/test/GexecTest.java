@@ -148,6 +148,13 @@ public final class GexecTest {
       ex.run();
       checkOutput(ex.outputAsFloats(0), "zero copy");
       check(!Arrays.equals(zeros, ex.outputAsFloats(0)), "zero copy reads the buffer in place");
+      // aligned buffers of every size have exactly that capacity
+      boolean sizesOk = true;
+      for (int n = 0; n <= 300; ++n) {
+        ByteBuffer b = Executor.allocateAligned(n);
+        sizesOk &= b.capacity() == n && b.position() == 0 && b.order() == ByteOrder.nativeOrder() && b.isDirect();
+      }
+      check(sizesOk, "allocateAligned sizes");
       // explicit dtype and shape
       ex.setInputZeroCopy(0, zc, DType.FLOAT32, new long[] {1, 4});
       ex.run();
