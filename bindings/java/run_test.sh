@@ -68,6 +68,14 @@ java=${GEXEC_JAVA_RUN:-"$jdk/bin/java"}
 $java -Xcheck:jni -Djava.library.path="$work/lib" -cp "$work/gexec.jar:$work/test-classes" \
   org.gexec.test.GexecTest "$src" "$kernels"
 
+# The benchmark (bench/Bench.java) compiles; GEXEC_JAVA_BENCH=1 runs it.
+mkdir -p "$work/bench"
+"$jdk/bin/javac" -Xlint:all -Werror --release 11 -cp "$work/gexec.jar" -d "$work/bench" "$here/bench/Bench.java"
+if [ "${GEXEC_JAVA_BENCH:-0}" = 1 ]; then
+  $java -Djava.library.path="$work/lib" -cp "$work/gexec.jar:$work/bench" \
+    Bench "$src/examples/mlp/graph.json" "$kernels" "$src/examples/mlp/params.bin"
+fi
+
 # docs/java.md's example, as written there.
 mkdir -p "$work/example"
 "$jdk/bin/javac" -Xlint:all -Werror --release 11 -cp "$work/gexec.jar" -d "$work/example" "$here/example/Example.java"

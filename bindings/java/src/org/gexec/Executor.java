@@ -147,7 +147,7 @@ public final class Executor implements AutoCloseable {
       elements = length;
     }
     if (shape == null) {
-      shape = info != null && info.elements() == elements ? info.shape() : new long[] {elements};
+      shape = info != null && info.elements() == elements ? info.shapeRef() : new long[] {elements};
     } else if (Native.elements(shape) != elements) {
       throw new IllegalArgumentException("the array holds " + elements + " elements, shape " +
                                          java.util.Arrays.toString(shape) + " " + Native.elements(shape));
@@ -185,7 +185,7 @@ public final class Executor implements AutoCloseable {
     if (dtype == null || shape == null) {
       checkIndex(index, inputs, "input");
       if (dtype == null) dtype = inputs[index].dtype;
-      if (shape == null) shape = inputs[index].shape();
+      if (shape == null) shape = inputs[index].shapeRef();
     }
     long bytes = Native.elements(shape) * dtype.elementBytes();
     if (buffer.remaining() < bytes)

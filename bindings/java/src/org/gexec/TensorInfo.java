@@ -19,6 +19,11 @@ public final class TensorInfo {
     return shape.clone();
   }
 
+  /** The shape itself, for this package (never handed out: callers get copies). */
+  long[] shapeRef() {
+    return shape;
+  }
+
   /** The number of elements. */
   public long elements() {
     return Native.elements(shape);
