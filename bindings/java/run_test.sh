@@ -64,7 +64,8 @@ fi
 # The test, against the jar.
 "$jdk/bin/javac" -Xlint:all -Werror --release 11 -cp "$work/gexec.jar" -d "$work/test-classes" \
   "$here"/test/org/gexec/test/*.java
-java=${GEXEC_JAVA_RUN:-"$jdk/bin/java"}
+# --enable-native-access: newer JDKs warn about System.loadLibrary without it (17 accepts it).
+java="${GEXEC_JAVA_RUN:-$jdk/bin/java} --enable-native-access=ALL-UNNAMED"
 $java -Xcheck:jni -Djava.library.path="$work/lib" -cp "$work/gexec.jar:$work/test-classes" \
   org.gexec.test.GexecTest "$src" "$kernels"
 
