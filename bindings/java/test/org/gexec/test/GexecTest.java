@@ -161,6 +161,39 @@ public final class GexecTest {
       checkOutput(ex.outputAsFloats(0), "zero copy, explicit dtype and shape");
     }
 
+    // ---- one model, an executor per thread on 4 threads ----
+    {
+      Thread[] threads = new Thread[4];
+      int[] bad = new int[threads.length];
+      for (int t = 0; t < threads.length; ++t) {
+        final int me = t;
+        threads[t] = new Thread(() -> {
+          for (int k = 0; k < 5; ++k) {
+            try (Executor ex = model.newExecutor()) {
+              for (int i = 0; i < 50; ++i) {
+                ex.setInput(0, X);
+                ex.run();
+                float[] y = ex.outputAsFloats(0);
+                for (int j = 0; j < 3; ++j)
+                  if (Math.abs(y[j] - EXPECTED[j]) >= 2e-6f) ++bad[me];
+              }
+            } catch (RuntimeException e) {
+              System.err.println("thread " + me + ": " + e);
+              ++bad[me];
+            }
+          }
+        });
+        threads[t].start();
+      }
+      int total = 0;
+      for (int t = 0; t < threads.length; ++t) {
+        threads[t].join();
+        total += bad[t];
+      }
+      check(total == 0, "4 threads, an executor each: " + total + " bad outputs");
+      System.out.println("  4 threads x 5 executors x 50 runs: " + (total == 0 ? "all outputs right" : total + " wrong"));
+    }
+
     // ---- from memory, parameters loaded into the executor afterwards ----
     byte[] graphBytes = Files.readAllBytes(Paths.get(graph));
     byte[] paramBytes = Files.readAllBytes(Paths.get(params));
