@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages gexec builds and tests with, when they are missing.
 set -euo pipefail
 packages=(cmake ninja-build ccache g++ clang libclang-rt-14-dev libboost-json1.81-dev libboost1.81-dev libdlpack-dev doctest-dev
-          libcli11-dev libbenchmark-dev python3-venv pkg-config valgrind cargo rustc golang-go
+          libcli11-dev libbenchmark-dev python3-venv pkg-config valgrind cargo rustc golang-go default-jdk-headless
           g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user)  # the arm stage: cross compilers, qemu-aarch64 and qemu-arm
 missing=()
 for p in "${packages[@]}"; do
