@@ -35,7 +35,7 @@ class GexecConan(ConanFile):
 
     def generate(self):
         tc = CMakeToolchain(self)
-        for part in ("TESTS", "EXAMPLES", "BENCHMARKS", "TOOLS", "COMPILED"):
+        for part in ("TESTS", "EXAMPLES", "BENCHMARKS", "TOOLS", "COMPILED", "C_API"):
             tc.cache_variables[f"GEXEC_BUILD_{part}"] = False
         tc.generate()
 

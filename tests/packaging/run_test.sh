@@ -57,7 +57,7 @@ install_headers() {
               -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON)
   step "$CMAKE" -S "$src" -B "$work/plain" "${hide[@]}"
   grep -q "tests/ left out: it needs doctest" "$work/step.log" || { cat "$work/step.log"; echo "FAILED: tests/ not left out"; exit 1; }
-  step "$CMAKE" -S "$src" -B "$work/build" -DGEXEC_BUILD_TESTS=OFF -DGEXEC_BUILD_EXAMPLES=OFF -DGEXEC_BUILD_BENCHMARKS=OFF \
+  step "$CMAKE" -S "$src" -B "$work/build" -DGEXEC_BUILD_TESTS=OFF -DGEXEC_BUILD_EXAMPLES=OFF -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_C_API=OFF \
     -DGEXEC_BUILD_COMPILED=OFF "${hide[@]}"
   rm -rf "$prefix"
   step "$CMAKE" --install "$work/build" --prefix "$prefix"
