@@ -6,18 +6,8 @@
 # go is absent, or where GEXEC_BINDING_SKIP gives a reason (CMake sets it in sanitizer
 # builds). DLPack's header is looked for in /usr/include; CGO_CFLAGS may add to that.
 set -euo pipefail
-if [ $# -lt 3 ]; then
-  echo "usage: $0 <gexec source dir> <dir of libgexec_c.so> <libgexec_test_kernels.so> [<build dir>]" >&2
-  exit 2
-fi
-if [ -n "${GEXEC_BINDING_SKIP:-}" ]; then
-  echo "SKIP: $GEXEC_BINDING_SKIP"
-  exit 77
-fi
-src=$(cd "$1" && pwd)
-libdir=$(cd "$2" && pwd)
-kernels=$3
-build=${4:-}
+# shellcheck source=../arguments.sh
+source "$(dirname "$0")/../arguments.sh"
 go=${GO:-$(command -v go || true)}
 if [ -z "$go" ] && [ -x /usr/lib/go/bin/go ]; then go=/usr/lib/go/bin/go; fi
 if [ -z "$go" ] || [ ! -x "$go" ]; then

@@ -5,18 +5,8 @@
 # stays clean. Exits 77 with "SKIP: <reason>" where cargo is absent, or where
 # GEXEC_BINDING_SKIP gives a reason (CMake sets it in sanitizer builds).
 set -euo pipefail
-if [ $# -lt 3 ]; then
-  echo "usage: $0 <gexec source dir> <dir of libgexec_c.so> <libgexec_test_kernels.so> [<build dir>]" >&2
-  exit 2
-fi
-if [ -n "${GEXEC_BINDING_SKIP:-}" ]; then
-  echo "SKIP: $GEXEC_BINDING_SKIP"
-  exit 77
-fi
-src=$(cd "$1" && pwd)
-libdir=$(cd "$2" && pwd)
-kernels=$3
-build=${4:-}
+# shellcheck source=../arguments.sh
+source "$(dirname "$0")/../arguments.sh"
 cargo=${CARGO:-$(command -v cargo || true)}
 if [ -z "$cargo" ] && [ -x "$HOME/.cargo/bin/cargo" ]; then cargo=$HOME/.cargo/bin/cargo; fi
 if [ -z "$cargo" ] || [ ! -x "$cargo" ]; then
