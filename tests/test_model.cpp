@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -472,4 +474,173 @@ TEST_CASE("a single-file library's parameters are held once: the factory's are t
   // And an executor reads them in place.
   auto ex = f.create();
   for (const auto& [name, value] : f.params()) CHECK(ex.get_input(name).data() == value.data());
+}
+
+// ---- weights used where they lie ------------------------------------------------------
+
+namespace {
+
+// The mapping of this process that holds `p`, as /proc/self/smaps describes it.
+struct mapping_info {
+  bool found = false;
+  std::string path;
+  std::uint64_t shared_clean_kib = 0, private_kib = 0;
+};
+mapping_info mapping_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  mapping_info m;
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long long begin = 0, end = 0;
+    char dash = 0;
+    if (std::istringstream head(line); head >> std::hex >> begin >> dash >> end && dash == '-') {
+      if (inside) break;  // the next mapping: ours is done
+      const auto at = reinterpret_cast<std::uintptr_t>(p);
+      inside = at >= begin && at < end;
+      if (inside) {
+        m.found = true;
+        const auto slash = line.find('/');
+        if (slash != std::string::npos) m.path = line.substr(slash);
+      }
+      continue;
+    }
+    if (!inside) continue;
+    std::istringstream field(line);
+    std::string key;
+    std::uint64_t kib = 0;
+    field >> key >> kib;
+    if (key == "Shared_Clean:") m.shared_clean_kib = kib;
+    if (key == "Private_Clean:" || key == "Private_Dirty:") m.private_kib += kib;
+  }
+  return m;
+}
+
+struct weights_files {
+  scratch_dir dir{"weights_in_place"};
+  std::filesystem::path graph = dir.path / "graph.json", aligned = dir.path / "aligned.bin", tvm = dir.path / "tvm.bin";
+  gexec::param_dict params = weights();
+  weights_files() {
+    std::ofstream(graph) << gexec::to_json(weighted_graph());
+    gexec::save_param_dict_file(params, aligned, gexec::save_options{64});
+    gexec::save_param_dict_file(params, tvm);  // TVM's layout: no padding
+  }
+};
+
+}  // namespace
+
+TEST_CASE("model::load maps an aligned parameter file: every model reads the file's pages, no copy") {
+  weights_files f;
+  const auto a = gexec::model::load(f.graph, GEXEC_TEST_KERNELS, f.aligned);
+  const auto b = gexec::model::load(f.graph, GEXEC_TEST_KERNELS, f.aligned);
+  CHECK(a.weights().in_place == 2);
+  CHECK(a.weights().in_place_bytes == 2 * kN * 4);
+  CHECK(a.weights().copied == 0);
+  CHECK(a.weights().why_copied.empty());
+  // Each weight lies in a mapping of the file itself; executors read it there.
+  for (const char* name : {"w", "v"}) {
+    CAPTURE(name);
+    const mapping_info m = mapping_of(a.param(name).data());
+    REQUIRE(m.found);
+    CHECK(m.path == std::filesystem::canonical(f.aligned).string());
+    auto ex1 = a.instantiate(), ex2 = a.instantiate();
+    CHECK(ex1.get_input(name).data() == a.param(name).data());
+    CHECK(ex2.get_input(name).data() == a.param(name).data());
+  }
+  // Both models run (reading the weights), and the two mappings of the file hold the
+  // same pages: shared through the page cache, none private to either.
+  const auto x = ramp(-1.0f, 0.01f);
+  for (const auto* m : {&a, &b}) {
+    auto ex = m->instantiate();
+    ex.set_input("x", tensor({kN}, x));
+    ex.run();
+    CHECK(values_of(ex.get_output(0)) == expected(x, f.params));
+  }
+  const mapping_info ma = mapping_of(a.param("w").data()), mb = mapping_of(b.param("w").data());
+  CHECK(a.param("w").data() != b.param("w").data());
+  CHECK(ma.shared_clean_kib > 0);
+  CHECK(ma.private_kib == 0);
+  CHECK(mb.shared_clean_kib > 0);
+  CHECK(mb.private_kib == 0);
+
+  // Another process loading the file reads the same pages: its mapping shares them too.
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    bool ok = false;
+    try {
+      const auto c = gexec::model::load(f.graph, GEXEC_TEST_KERNELS, f.aligned);
+      auto ex = c.instantiate();
+      ex.set_input("x", tensor({kN}, x));
+      ex.run();
+      const mapping_info mc = mapping_of(c.param("w").data());
+      ok = values_of(ex.get_output(0)) == expected(x, f.params) && mc.path == ma.path && mc.shared_clean_kib > 0 && mc.private_kib == 0 &&
+           c.weights().in_place == 2;
+    } catch (...) {
+    }
+    _exit(ok ? 0 : 1);
+  }
+  CHECK(child_succeeded(child));
+}
+
+TEST_CASE("model::load copies what the file holds misaligned once, says so, and keeps no mapping") {
+  weights_files f;
+  const auto m = gexec::model::load(f.graph, GEXEC_TEST_KERNELS, f.tvm);
+  CHECK(m.weights().in_place == 0);
+  CHECK(m.weights().copied == 2);
+  CHECK(m.weights().copied_bytes == 2 * kN * 4);
+  CHECK(m.weights().why_copied.find("aligned") != std::string::npos);
+  for (const char* name : {"w", "v"}) {
+    CAPTURE(name);
+    CHECK(mapping_of(m.param(name).data()).path != std::filesystem::canonical(f.tvm).string());
+    CHECK(m.param(name).is_aligned());
+  }
+  auto ex = m.instantiate();
+  const auto x = ramp(-1.0f, 0.01f);
+  ex.set_input("x", tensor({kN}, x));
+  ex.run();
+  CHECK(values_of(ex.get_output(0)) == expected(x, f.params));
+  // Nothing of the file stays mapped once no weight reads it.
+  std::ifstream maps("/proc/self/maps");
+  const std::string all((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  CHECK(all.find(std::filesystem::canonical(f.tvm).string()) == std::string::npos);
+
+  // load_mode::copy reads every tensor into memory of the model's own.
+  gexec::model_options copy;
+  copy.params_mode = gexec::load_mode::copy;
+  const auto c = gexec::model::load(f.graph, GEXEC_TEST_KERNELS, f.aligned, copy);
+  CHECK(c.weights().copied == 2);
+  CHECK(c.weights().in_place == 0);
+  CHECK(c.weights().why_copied.find("load_mode::copy") != std::string::npos);
+  CHECK_FALSE(mapping_of(c.param("w").data()).path == std::filesystem::canonical(f.aligned).string());
+}
+
+TEST_CASE("a single-file library written aligned has its weights read in the library's pages") {
+  const auto aligned = gexec::model::load(GEXEC_TEST_FACTORY_ALIGNED);
+  const auto tvm = gexec::model::load(GEXEC_TEST_FACTORY);
+  REQUIRE(aligned.weights().in_place + aligned.weights().copied > 0);
+  CHECK(aligned.weights().copied == 0);
+  CHECK(aligned.weights().in_place == tvm.weights().in_place + tvm.weights().copied);
+  CHECK(aligned.weights().in_place_bytes == tvm.weights().in_place_bytes + tvm.weights().copied_bytes);
+  CHECK(tvm.weights().copied > 0);  // TVM's layout: misaligned
+  CHECK(tvm.weights().why_copied.find("not 64-byte aligned in the library") != std::string::npos);
+  const gexec::factory f = gexec::load_factory(GEXEC_TEST_FACTORY_ALIGNED);
+  for (const auto& [name, value] : f.params()) {
+    CAPTURE(name);
+    CHECK(mapping_of(aligned.param(name).data()).path == std::filesystem::canonical(GEXEC_TEST_FACTORY_ALIGNED).string());
+    CHECK(aligned.param(name).data() == value.data());  // one library, one copy: its own pages
+    if (!tvm.param(name).is_aligned()) CHECK(mapping_of(tvm.param(name).data()).path != std::filesystem::canonical(GEXEC_TEST_FACTORY).string());
+  }
+  // Both compute the same outputs.
+  auto ea = aligned.instantiate(), et = tvm.instantiate();
+  for (const gexec::tensor_info& in : ea.get_input_info()) {
+    if (aligned.param(in.name).defined()) continue;
+    gexec::ndarray x = gexec::ndarray::empty(in.shape, in.dtype, gexec::cpu());
+    auto* p = static_cast<float*>(x.data());
+    for (std::uint64_t i = 0; i < x.byte_size() / 4; ++i) p[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+    ea.set_input(in.name, x);
+    et.set_input(in.name, x);
+  }
+  ea.run();
+  et.run();
+  CHECK(values_of(ea.get_output(0)) == values_of(et.get_output(0)));
 }

@@ -60,16 +60,47 @@ struct library_model {
     module lib = load_library_for(options, library);
     auto embedded = read_embedded_factory(lib, &options.progress);
     Model m(embedded->graph, packed_c_abi(lib), embedded->blob.params, std::move(options));
+    count_library_copies(m, lib, embedded->blob.params);
     m.keep_source(std::move(embedded));
     return m;
+  }
+  /// The tensors of a library's blob that were copied out of it (not aligned there).
+  static void count_library_copies(Model& m, const module& lib, const param_dict& params) {
+    const std::span<const std::byte> blob = lib.data_symbol("__tvm_dev_mblob");
+    m.count_reader_copies(
+        params, [&](const ndarray& t) { return in_range(blob, t.data()); },
+        "its data is not " + std::to_string(kernel_alignment) + "-byte aligned in the library's __tvm_dev_mblob (TVM's export_library "
+        "writes no padding): copied once for the library");
+  }
+  /// The tensors of a parameter file that were read into memory of their own.
+  static void count_file_copies(Model& m, const param_dict& params, load_mode mode) {
+    m.count_reader_copies(
+        params, [&](const ndarray& t) { return params.is_mapped(t); },
+        mode == load_mode::copy ? std::string("read with load_mode::copy")
+                                : "its data is not aligned for its elements in the file: rewrite it aligned with "
+                                  "`gexec-run --convert-params` (save_options::align)");
+  }
+  static bool in_range(std::span<const std::byte> range, const void* p) {
+    return std::less_equal<>()(range.data(), static_cast<const std::byte*>(p)) && std::less<>()(static_cast<const std::byte*>(p), range.data() + range.size());
+  }
+  /// Gives back the pages of the mapped file that the model copied out of it and does
+  /// not read: only the tensors it reads where they lie stay resident.
+  static void release_copied_pages(const Model& m, const param_dict& params) {
+    for (const auto& [name, value] : params) {
+      if (!params.is_mapped(value)) continue;
+      const ndarray kept = m.param(name);
+      if (!kept.defined() || kept.data() != value.data())
+        release_pages({static_cast<const std::byte*>(value.data()), static_cast<std::size_t>(value.byte_size())});
+    }
   }
   // The graph first: the file most often wrong fails before a library is loaded.
   static Model load(const std::filesystem::path& graph_file, const std::filesystem::path& library,
                     const std::filesystem::path& params_file, model_options options) {
+    const load_mode mode = options.params_mode;
     if (!options.progress) {
       validated_graph g = load_graph_file(graph_file);
       module lib = load_library_for(options, library);
-      return Model(std::move(g), packed_c_abi(std::move(lib)), load_param_dict_file(params_file), std::move(options));
+      return with_params(std::move(g), std::move(lib), load_param_dict_file(params_file, mode), mode, std::move(options));
     }
     // One count over both files: the graph's bytes, then the parameters' after them.
     std::error_code ec;
@@ -81,8 +112,14 @@ struct library_model {
     validated_graph g = load_graph_file(graph_file, part);
     base = graph_bytes;
     module lib = load_library_for(options, library);
-    param_dict params = load_param_dict_file(params_file, load_mode::copy, part);
-    return Model(std::move(g), packed_c_abi(std::move(lib)), params, std::move(options));
+    param_dict params = load_param_dict_file(params_file, mode, part);
+    return with_params(std::move(g), std::move(lib), std::move(params), mode, std::move(options));
+  }
+  static Model with_params(validated_graph g, module lib, param_dict params, load_mode mode, model_options options) {
+    Model m(std::move(g), packed_c_abi(std::move(lib)), params, std::move(options));
+    count_file_copies(m, params, mode);
+    release_copied_pages(m, params);
+    return m;
   }
 };
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +23,23 @@
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
+
+/// Gives back the pages of `blob` (a loaded library's data) that no tensor of `kept`
+/// reads where it lies: what was copied out or parsed.
+inline void release_unread_pages(std::span<const std::byte> blob, const param_dict& kept) {
+  std::vector<std::span<const std::byte>> in_place;
+  for (const auto& [name, t] : kept) {
+    const auto* p = static_cast<const std::byte*>(t.data());
+    if (std::less_equal<>()(blob.data(), p) && std::less<>()(p, blob.data() + blob.size())) in_place.emplace_back(p, t.byte_size());
+  }
+  std::sort(in_place.begin(), in_place.end(), [](const auto& a, const auto& b) { return std::less<>()(a.data(), b.data()); });
+  const std::byte* from = blob.data();
+  for (const auto& range : in_place) {
+    if (std::less<>()(from, range.data())) release_pages({from, static_cast<std::size_t>(range.data() - from)});
+    if (std::less<>()(from, range.data() + range.size())) from = range.data() + range.size();
+  }
+  release_pages({from, static_cast<std::size_t>(blob.data() + blob.size() - from)});
+}
 
 /// Parsed once per loaded library and shared by every model and factory made from it,
 /// so N loads of one model.so hold one copy of its weights. `progress` hears of the
@@ -43,15 +61,16 @@ GEXEC_DECL std::shared_ptr<const embedded_factory> read_embedded_factory(const m
   if (symbol.empty())
     throw error(errc::invalid_module, where + " has no __tvm_dev_mblob: it is a kernel library without an embedded "
                                               "graph (load it with load_module and pass the graph JSON to create)");
-  // The parameters are copied out of the library's pages, which are released as they
-  // are read: the copies, which the models keep in place, are the only ones resident.
-  module_blob blob = parse_module_blob(symbol, "__tvm_dev_mblob of " + where, blob_parts::all, true, progress);
+  // Parameters aligned in the library's pages are read where they lie (the views keep
+  // the library loaded); the others are copied out, and the pages they were read from
+  // released as they are read: no byte is resident twice.
+  module_blob blob = parse_module_blob(symbol, "__tvm_dev_mblob of " + where, blob_parts::all, lib.state_, progress);
   if (!blob.factory) throw error(errc::invalid_module, "__tvm_dev_mblob of " + where + " holds no GraphExecutorFactory");
   auto parsed = std::make_shared<embedded_factory>();
   parsed->graph = parse_graph(blob.factory->graph_json);
   parsed->blob = std::move(*blob.factory);
   parsed->device_modules = std::move(blob.device_modules);
-  release_pages(symbol);
+  release_unread_pages(symbol, parsed->blob.params);
   state.embedded = parsed;
   return parsed;
 }
@@ -85,6 +104,7 @@ GEXEC_DECL model factory::get_model(const std::vector<DLDevice>& devices) const 
   model_options options = detail::on_devices(devices);
   options.runtime = s_->rt;
   model m(s_->embedded->graph, packed_c_abi(s_->lib), s_->embedded->blob.params, std::move(options));
+  detail::library_model<model>::count_library_copies(m, s_->lib, s_->embedded->blob.params);
   m.keep_source(s_->embedded);
   s_->models.emplace_back(devices, m);
   return m;

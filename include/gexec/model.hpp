@@ -63,6 +63,14 @@ struct model_options {
   /// model::load(graph_file, library, params_file) hears of the bytes of the graph and
   /// parameter files read so far, of both together (see load_progress).
   load_progress progress = {};
+  /// How model::load(graph_file, library, params_file) reads the parameter file.
+  /// load_mode::mmap (the default): the file is mapped, and every tensor whose data sits
+  /// 64-byte aligned in it (as save_options::align and `gexec-run --convert-params`
+  /// write it) is used where it lies: no copy, and every model and process that maps
+  /// the file shares its pages through the page cache; the others are copied once.
+  /// Read load_mode::mmap for what must not happen to a mapped file. load_mode::copy:
+  /// every tensor is read into memory of the model's own and the file is closed.
+  load_mode params_mode = load_mode::mmap;
 };
 
 namespace detail {
@@ -159,7 +167,8 @@ class basic_model {
     return detail::library_model<basic_model>::load(library, std::move(options));
   }
   /// A model from TVM's three files: the graph JSON, the kernel library and the parameter
-  /// blob (read with load_mode::copy). Needs <gexec/load.hpp>.
+  /// blob (read as options.params_mode says: mapped, aligned tensors used where they
+  /// lie, by default). Needs <gexec/load.hpp>.
   static basic_model load(const std::filesystem::path& graph_file, const std::filesystem::path& library,
                           const std::filesystem::path& params_file, model_options options = {})
     requires std::same_as<Binding, packed_c_abi>
@@ -184,6 +193,8 @@ class basic_model {
   [[nodiscard]] const std::shared_ptr<runtime>& get_runtime() const noexcept { return state_->rt; }
   /// Bytes of parameters the model holds (once, for all its executors).
   [[nodiscard]] std::uint64_t param_bytes() const noexcept { return state_->param_bytes; }
+  /// Where the parameters live: read where they lie or copied, and why.
+  [[nodiscard]] const weights_report& weights() const noexcept { return state_->weights; }
   /// The model's value of parameter `name`, or an undefined ndarray.
   [[nodiscard]] ndarray param(std::string_view name) const {
     auto it = state_->input_index.find(std::string(name));
@@ -195,6 +206,22 @@ class basic_model {
   friend struct detail::library_model<basic_model>;
   /// Keeps what the model was read from alive with it (built, not yet shared: no race).
   void keep_source(std::shared_ptr<const void> source) { std::const_pointer_cast<state>(state_)->source = std::move(source); }
+  /// Counts as copied the tensors of `params` the model keeps in place that do not lie
+  /// where they were read from (`lies_there` false: a reader's copies), `why` (built,
+  /// not yet shared: no race).
+  template <class LiesThere>
+  void count_reader_copies(const param_dict& params, LiesThere lies_there, const std::string& why) {
+    weights_report& w = std::const_pointer_cast<state>(state_)->weights;
+    for (const auto& [name, value] : params) {
+      const ndarray kept = param(name);
+      if (!kept.defined() || kept.data() != value.data() || lies_there(value)) continue;
+      w.in_place -= 1;
+      w.in_place_bytes -= value.byte_size();
+      w.copied += 1;
+      w.copied_bytes += value.byte_size();
+      if (w.why_copied.empty()) w.why_copied = "\"" + name + "\": " + why;
+    }
+  }
 
   /// Puts each parameter that names a graph input where executors read it in place: the
   /// given tensor itself when it already is a compact, aligned tensor on that device,
@@ -221,9 +248,17 @@ class basic_model {
       ndarray placed;
       if (same_device(value.device(), want.device) && value.is_aligned()) {
         placed = value;
+        s.weights.in_place += 1;
+        s.weights.in_place_bytes += value.byte_size();
       } else {
         placed = allocate_like(s, want);
         s.backends->copy(value.dltensor(), const_cast<DLTensor&>(placed.dltensor()));
+        s.weights.copied += 1;
+        s.weights.copied_bytes += value.byte_size();
+        if (s.weights.why_copied.empty())
+          s.weights.why_copied = "\"" + name + "\": " +
+                                 (same_device(value.device(), want.device) ? "its data is not " + std::to_string(kernel_alignment) + "-byte aligned"
+                                                                           : "it is on " + to_string(value.device()) + ", the graph reads it on " + to_string(want.device));
       }
       s.param_bytes += placed.byte_size();
       s.params[static_cast<std::size_t>(it->second)] = std::move(placed);

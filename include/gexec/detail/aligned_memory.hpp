@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <span>
 #include <string>
 
 #include <sys/mman.h>
@@ -93,6 +94,19 @@ inline void free_long_lived(void* p) noexcept {
   std::memcpy(&mapped, base, sizeof mapped);
   if (mapped) ::munmap(base, static_cast<std::size_t>(mapped));
   else ::operator delete(base, std::align_val_t{host_alignment});
+}
+
+/// Gives back the whole pages inside `bytes` (madvise MADV_DONTNEED): for file-backed
+/// memory nothing writes (a loaded library's data, a private mapping of a parameter file
+/// never written), whose bytes were copied out and are not read again. They read back
+/// from the file if touched; anonymous memory would read back as zeros.
+inline void release_pages(std::span<const std::byte> bytes) noexcept {
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0 || bytes.empty()) return;
+  const auto p = static_cast<std::uintptr_t>(page);
+  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + p - 1) / p * p;
+  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size()) / p * p;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace detail

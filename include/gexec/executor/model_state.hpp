@@ -24,6 +24,20 @@
 
 GEXEC_NAMESPACE_BEGIN
 
+/// Where a model's parameters live (model::weights()): read where they lie (a mapped
+/// parameter file, a loaded library's data, a program's own read-only data, or tensors
+/// the caller handed over, aligned for kernels) or copied into memory of the model's
+/// own, and why. Either way a model holds one copy, shared by all its executors.
+struct weights_report {
+  std::size_t in_place = 0;          ///< tensors read where they lie
+  std::uint64_t in_place_bytes = 0;
+  std::size_t copied = 0;            ///< tensors the model or its reader copied
+  std::uint64_t copied_bytes = 0;
+  /// The first copied tensor and why ("\"p3\": its data is not 64-byte aligned in the
+  /// file"); empty when none was copied.
+  std::string why_copied;
+};
+
 /// A model's storage allocator as a value: the buffers of `sizes` bytes on `device`, from
 /// the model's backends (see storage_allocator in backends/backend.hpp).
 template <class Backends>
@@ -53,6 +67,7 @@ struct model_state {
   /// bytes in place.
   std::vector<ndarray> params;
   std::uint64_t param_bytes = 0;
+  weights_report weights;  ///< where the parameters live (see model::weights)
   /// What the graph and parameters came from, kept alive so that later loads of the
   /// same library share it (the parsed embedded factory); may be null.
   std::shared_ptr<const void> source;

@@ -49,40 +49,34 @@ struct module_blob {
 
 namespace detail {
 
-/// Gives the pages lying wholly inside `bytes` back to the file they map: read-only
-/// data of a loaded library already parsed into copies, so that it need not stay
-/// resident beside them. Only for file-backed memory nothing writes: anonymous memory
-/// would read back as zeros.
-inline void release_pages(std::span<const std::byte> bytes) noexcept {
-  const long page = sysconf(_SC_PAGESIZE);
-  if (page <= 0 || bytes.empty()) return;
-  const auto p = static_cast<std::uintptr_t>(page);
-  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + p - 1) / p * p;
-  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size()) / p * p;
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
-
 /// What read_graph_factory does with the parameters.
 enum class factory_params {
-  skip,     ///< check them, keep nothing
-  copy,     ///< copy each into aligned storage of its own
-  /// copy, all into one block of their own (allocate_long_lived: a mapping given back to
-  /// the system whole when the last tensor lets it go), and release the blob's pages as
-  /// they are read (release_pages): a blob in a mapped library never holds its bytes
-  /// resident beside their copies
-  copy_and_release,
+  skip,  ///< check them, keep nothing
+  copy,  ///< copy each into aligned storage of its own
+  /// the blob is a loaded library's read-only data, which `library` keeps mapped: each
+  /// tensor whose data sits 64-byte aligned there is a view of it, read where it lies
+  /// (and shared with every process that loads the library); the others are copied, all
+  /// into one block of their own (allocate_long_lived: a mapping given back to the system
+  /// whole when the last tensor lets it go), and the pages they were read from are given
+  /// back as they are read (release_pages), so the blob never holds bytes resident beside
+  /// their copies
+  in_library,
 };
 
-/// The bytes of the parameters read_graph_factory keeps from `in` on (a copy of the reader,
-/// at the first tensor), each padded to host_alignment; nullopt where their headers do not
-/// read (read_graph_factory then says what is wrong, where).
-inline std::optional<std::uint64_t> kept_param_bytes(byte_reader in, const std::vector<std::string>& names) noexcept {
+/// Whether a tensor whose data starts at `at` is read where it lies (factory_params::in_library).
+inline bool kept_in_library(const std::byte* at) noexcept { return reinterpret_cast<std::uintptr_t>(at) % host_alignment == 0; }
+
+/// The bytes of the parameters read_graph_factory copies from `in` on (a copy of the
+/// reader, at the first tensor), each padded to host_alignment; nullopt where their
+/// headers do not read (read_graph_factory then says what is wrong, where).
+inline std::optional<std::uint64_t> copied_param_bytes(byte_reader in, const std::vector<std::string>& names) noexcept {
   std::uint64_t total = 0;
   try {
     for (const std::string& name : names) {
       const tensor_header h = read_tensor_header(in);
+      const std::byte* at = in.data().data() + in.position();
       (void)in.bytes(h.bytes, "tensor data");
-      if (is_pad_name(name)) continue;
+      if (is_pad_name(name) || kept_in_library(at)) continue;
       const std::uint64_t padded = align_up(h.bytes == 0 ? 1 : h.bytes, host_alignment);
       if (padded < h.bytes || padded > UINT64_MAX - total) return std::nullopt;
       total += padded;
@@ -94,9 +88,12 @@ inline std::optional<std::uint64_t> kept_param_bytes(byte_reader in, const std::
 }
 
 /// Reads a GraphExecutorFactory payload. Padding tensors (see params.hpp) are dropped.
-/// `progress` hears of the reader's position as parameters are copied.
-inline graph_factory_blob read_graph_factory(byte_reader& in, factory_params mode = factory_params::copy, progress_sink* progress = nullptr) {
+/// `progress` hears of the reader's position as parameters are read. `library` keeps the
+/// blob's memory alive for factory_params::in_library.
+inline graph_factory_blob read_graph_factory(byte_reader& in, factory_params mode = factory_params::copy, progress_sink* progress = nullptr,
+                                             const std::shared_ptr<const void>& library = nullptr) {
   const bool keep = mode != factory_params::skip;
+  const bool in_library = mode == factory_params::in_library && library;
   graph_factory_blob f;
   if (keep) f.graph_json = in.read_string("graph JSON");
   else in.bytes(in.read<std::uint64_t>("graph JSON length"), "graph JSON");
@@ -106,18 +103,18 @@ inline graph_factory_blob read_graph_factory(byte_reader& in, factory_params mod
   if (count != names.size())
     in.fail("parameter count " + std::to_string(count) + " differs from the " + std::to_string(names.size()) + " names");
   std::string context = "GraphExecutorFactory";
-  const std::byte* released = in.data().data();  // the blob's bytes before this are released
+  const std::byte* released = in.data().data();  // the blob's bytes before this are released or kept
   auto release_to = [&](const std::byte* end) {
-    if (mode != factory_params::copy_and_release) return;
+    if (!in_library) return;
     release_pages({released, static_cast<std::size_t>(end - released)});
     released = end;
   };
-  // A loaded library's parameters go into one block: the models keep them in place, as
-  // long as the library's factory, and it is freed whole (see allocate_long_lived).
+  // The copied parameters go into one block: the models keep them in place, as long as
+  // the library's factory, and it is freed whole (see allocate_long_lived).
   std::shared_ptr<void> block;
   std::byte *next = nullptr, *block_end = nullptr;
-  if (mode == factory_params::copy_and_release) {
-    if (const std::optional<std::uint64_t> total = kept_param_bytes(in, names); total && *total) {
+  if (in_library) {
+    if (const std::optional<std::uint64_t> total = copied_param_bytes(in, names); total && *total) {
       try {
         block = std::shared_ptr<void>(allocate_long_lived(*total), &free_long_lived);
       } catch (const error&) {
@@ -136,12 +133,19 @@ inline graph_factory_blob read_graph_factory(byte_reader& in, factory_params mod
       (void)in.bytes(h.bytes, "tensor data");
       continue;
     }
+    if (const std::byte* at = in.data().data() + in.position(); in_library && kept_in_library(at)) {
+      const std::span<const std::byte> data = in.bytes(h.bytes, "tensor data");
+      release_to(at);
+      released = data.data() + data.size();
+      if (progress) progress->report(in.position());
+      f.params.set(names[i], ndarray::view(h.over(const_cast<std::byte*>(data.data())), library));
+      continue;
+    }
     const std::uint64_t padded = align_up(h.bytes == 0 ? 1 : h.bytes, host_alignment);
     ndarray tensor;
     if (block && padded <= static_cast<std::uint64_t>(block_end - next)) {
       std::memset(next + h.bytes, 0, static_cast<std::size_t>(padded - h.bytes));  // as allocate_tensor's padding
-      DLTensor t{next, cpu(), static_cast<std::int32_t>(h.shape.size()), h.dtype, h.shape.data(), nullptr, 0};
-      tensor = ndarray::view(t, block);
+      tensor = ndarray::view(h.over(next), block);
       next += padded;
     } else {
       tensor = allocate_tensor(in, h.shape, h.dtype, h.bytes);
@@ -168,12 +172,13 @@ enum class blob_parts { all, device_modules };
 
 namespace detail {
 
-/// parse_module_blob; with `release`, over a blob in a loaded library's read-only data,
-/// whose pages are given back as the parameters are copied out of them.
+/// parse_module_blob; with `library`, over a blob in that loaded library's read-only
+/// data, whose aligned parameters are read where they lie and whose pages are given back
+/// as the others are copied out of them (factory_params::in_library).
 /// `progress` hears of the bytes of the payload read (in steps while parameters are
 /// copied), and of all of them at the end.
-inline module_blob parse_module_blob(std::span<const std::byte> symbol, const std::string& source, blob_parts parts, bool release,
-                                     const load_progress* progress = nullptr) {
+inline module_blob parse_module_blob(std::span<const std::byte> symbol, const std::string& source, blob_parts parts,
+                                     const std::shared_ptr<const void>& library, const load_progress* progress = nullptr) {
   const std::span<const std::byte> payload = container_payload(symbol, source);
   const std::uint64_t length = payload.size();
   detail::byte_reader in(payload, source, errc::invalid_module);
@@ -193,9 +198,9 @@ inline module_blob parse_module_blob(std::span<const std::byte> symbol, const st
     } else if (key == "GraphExecutorFactory" || key == "GraphRuntimeFactory") {
       if (blob.factory) in.fail("a second graph executor factory");
       blob.factory = detail::read_graph_factory(in, parts == blob_parts::device_modules ? detail::factory_params::skip
-                                                    : release                                ? detail::factory_params::copy_and_release
+                                                    : library                                ? detail::factory_params::in_library
                                                                                              : detail::factory_params::copy,
-                                                sink ? &sink : nullptr);
+                                                sink ? &sink : nullptr, library);
     } else {
       blob.device_modules.push_back(read_module_payload(key, in));
     }
@@ -218,7 +223,7 @@ inline module_blob parse_module_blob(std::span<const std::byte> symbol, const st
 /// the blob in errors (errc::invalid_module), which give the byte offset.
 inline module_blob parse_module_blob(std::span<const std::byte> symbol, const std::string& source = "module blob",
                                      blob_parts parts = blob_parts::all) {
-  return detail::parse_module_blob(symbol, source, parts, false);
+  return detail::parse_module_blob(symbol, source, parts, nullptr);
 }
 
 /// One device module to write: its type key and its payload's bytes, as its wing
@@ -230,16 +235,37 @@ struct module_blob_entry {
 
 /// Writes a __tvm_dev_mblob (payload length included) holding `factory`, "_lib", the
 /// given device modules and the import tree TVM writes (the factory imports the rest).
-inline std::vector<std::byte> write_module_blob(const graph_factory_blob& factory, const std::vector<module_blob_entry>& device = {}) {
+/// With options.align, every parameter's data starts at a multiple of it from the
+/// symbol's start, moved there by padding tensors as save_param_dict moves them: a
+/// library whose __tvm_dev_mblob is itself so aligned has them read where they lie.
+inline std::vector<std::byte> write_module_blob(const graph_factory_blob& factory, const std::vector<module_blob_entry>& device = {},
+                                            save_options options = {}) {
+  if (options.align != 0 && (options.align & (options.align - 1)) != 0)
+    throw error(errc::invalid_argument, "write_module_blob: align " + std::to_string(options.align) + " is not a power of two");
+  constexpr std::string_view factory_key = "GraphExecutorFactory";
+  // Alignment counts from the symbol's start: its length, the module count, the key,
+  // the graph JSON and the two parameter counts precede the first name.
+  const std::uint64_t head = 8 + 8 + (8 + factory_key.size()) + (8 + factory.graph_json.size()) + 8 + 8;
+  const std::vector<std::int64_t> pad = detail::plan_padding(factory.params, options.align, head);
+  const auto padded = static_cast<std::uint64_t>(std::count_if(pad.begin(), pad.end(), [](std::int64_t n) { return n >= 0; }));
   detail::byte_writer p;
   const std::uint64_t modules = 2 + device.size();
   p.write(std::uint64_t{modules + 1});
-  p.write_string("GraphExecutorFactory");
+  p.write_string(factory_key);
   p.write_string(factory.graph_json);
-  p.write(static_cast<std::uint64_t>(factory.params.size()));
-  p.write(static_cast<std::uint64_t>(factory.params.size()));
-  for (const auto& [name, a] : factory.params) p.write_string(name);
-  for (const auto& [name, a] : factory.params) detail::write_tensor_record(p, name, a);
+  p.write(static_cast<std::uint64_t>(factory.params.size() + padded));
+  p.write(static_cast<std::uint64_t>(factory.params.size() + padded));
+  std::size_t i = 0;
+  for (const auto& [name, a] : factory.params) {
+    if (pad[i++] >= 0) p.write_string(std::string(param_pad_prefix) + std::to_string(i - 1));
+    p.write_string(name);
+  }
+  i = 0;
+  for (const auto& [name, a] : factory.params) {
+    if (pad[i] >= 0) detail::write_pad_record(p, pad[i]);
+    ++i;
+    detail::write_tensor_record(p, name, a);
+  }
   p.write_string(factory.module_name);
   p.write_string("_lib");
   for (const module_blob_entry& m : device) {

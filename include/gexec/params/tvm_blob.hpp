@@ -317,13 +317,15 @@ namespace detail {
 /// tensor) so that every tensor's data starts at a multiple of `align`. A padding tensor
 /// adds a name to the header, which moves every record before the first padding: the
 /// set of padded tensors only grows, so this settles in at most dict.size() rounds.
-inline std::vector<std::int64_t> plan_padding(const param_dict& dict, std::uint64_t align) {
+/// `head_bytes`: what precedes the first name, from where alignment counts (a blob's
+/// magic, reserved word and two counts; more inside a module blob).
+inline std::vector<std::int64_t> plan_padding(const param_dict& dict, std::uint64_t align, std::uint64_t head_bytes = 32) {
   std::vector<std::int64_t> pad(dict.size(), -1);
   if (align <= 1) return pad;
   const std::uint64_t record_head = 40, pad_record_head = record_head + 8;  // ndim 1
   for (bool changed = true; changed;) {
     changed = false;
-    std::uint64_t at = 32;  // magic, reserved, name count, tensor count
+    std::uint64_t at = head_bytes;
     std::size_t i = 0;
     for (const auto& [name, a] : dict) {
       at += 8 + name.size();
