@@ -354,17 +354,33 @@ figures one_startup(std::vector<std::string> args) {
   return parse(line);
 }
 
-/// The median of each figure over `runs` start-ups, after one left out; empty if one failed.
+/// CPU ticks of this process and of its children that ended and were waited for.
+long long own_and_children_ticks() {
+  std::ifstream self("/proc/self/stat");
+  std::string field;
+  std::getline(self, field, ')');  // the name may hold spaces
+  long long t = 0;
+  for (int i = 3; i <= 17 && self >> field; ++i)
+    if (i >= 14) t += std::stoll(field);
+  return t;
+}
+
+/// The median of each figure over `runs` start-ups, after one left out; empty if one
+/// failed. "others": the cores other processes kept busy meanwhile, on average.
 figures median_startup(const std::vector<std::string>& args, int runs) {
   if (one_startup(args).empty()) return {};
+  const long long machine0 = bench::read_ticks().machine, ours0 = own_and_children_ticks();
+  const std::int64_t wall0 = now_ns();
   std::map<std::string, std::vector<double>> all;
   for (int i = 0; i < runs; ++i) {
     const figures f = one_startup(args);
     if (f.empty()) return {};
     for (const auto& [k, v] : f) all[k].push_back(v);
   }
+  const double wall_ticks = static_cast<double>(now_ns() - wall0) / 1e9 * static_cast<double>(::sysconf(_SC_CLK_TCK));
   figures m;
   for (const auto& [k, v] : all) m[k] = bench::median(v);
+  m["others"] = static_cast<double>((bench::read_ticks().machine - machine0) - (own_and_children_ticks() - ours0)) / wall_ticks;
   return m;
 }
 
@@ -395,6 +411,7 @@ void tail(const figures& f, const figures& raw, bool goal) {
     step("to first output (main() to first run's end)", total);
   step("process start (spawn to main())", get(f, "exec"), "the baseline process's start", get(raw, "exec"));
   std::printf("  %-52s %9.1f MB %-34s %9.1f MB\n", "peak resident (VmHWM)", get(f, "hwm_mb"), "the baseline process (reads, dlopens)", get(raw, "hwm_mb"));
+  std::printf("  other processes kept %.2f of %ld cores busy during these start-ups\n", get(f, "others"), ::sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 // ---- processes sharing one copy ----
@@ -587,6 +604,7 @@ int parent(const fs::path& conformance, const std::string& model, const fs::path
       trow("second run()", get(t, "second"), "second run()", get(g, "second"));
       trow("to first output (after import tvm)", get(t, "total"), "to first output", get(g, "total"));
       std::printf("  %-52s %9.1f %9.1f   %-22s (MB)\n", "peak resident (VmHWM)", get(t, "hwm_mb"), get(g, "hwm_mb"), "peak resident");
+      std::printf("  other processes kept %.2f of %ld cores busy during TVM's start-ups\n", get(t, "others"), ::sysconf(_SC_NPROCESSORS_ONLN));
     }
     std::printf("  ratio: TVM / gexec (above 1.00: gexec is faster)\n");
   }
