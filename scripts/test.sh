@@ -34,7 +34,8 @@
 #   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core),
 #                  the footprint of a static deployment (benchmarks/footprint: resnet natively, mlp for aarch64),
 #                  a conformance model served through Triton against in-process run(), and gexec from Python against
-#                  C++ and TVM's Python API (benchmarks/python), and Relax executables against TVM's VM (benchmarks/relax)
+#                  C++ and TVM's Python API (benchmarks/python), Relax executables against TVM's VM (benchmarks/relax),
+#                  and start-up to the first output in fresh processes against TVM's loader (benchmarks/startup)
 # gexec's own code (tests, tools, examples, benchmarks) builds with -Wall -Wextra, and
 # here with -Werror too (GEXEC_WARNINGS_AS_ERRORS=ON); users' builds get no -Werror.
 # ccache keeps rebuilds cheap when it is installed (scripts/deps.sh installs it); the
@@ -201,6 +202,9 @@ bench_stage() {
   "$b/gexec_bench_load_graph"
   bash benchmarks/load/callgrind.sh "$build"
   "$b/gexec_bench_load_params" $conformance
+  local relax=()  # a Relax executable's start-up too, where the gcc stage made the Relax suite
+  [ -f "$build/relax/manifest.txt" ] && relax=(--relax "$build/relax")
+  "$b/gexec_bench_startup" $conformance "${tvm_python[@]}" "${relax[@]}"
   "$b/gexec_bench_safetensors"
   if [ -f "$build/relax/manifest.txt" ]; then  # Relax executables against TVM's VM on the same libraries, 1 and 2 threads
     for t in 1 2; do TVM_NUM_THREADS=$t "$b/gexec_bench_relax" "$build/relax" --tvm-python "$build/tvm_ffi/venv/bin/python"; done
