@@ -344,6 +344,8 @@ TEST_CASE("--info and --dot describe the model without running it") {
   CHECK(r.status == 0);
   CHECK(has(r, "inputs:\n  x: float32[1, 4]\noutputs:\n  softmax:0: float32[1, 3]\n"));
   CHECK(has(r, "parameters: 2 (224 bytes)"));
+  // The bundled example's parameters are as TVM writes them: misaligned, copied once.
+  CHECK(has(r, "weights: 0 tensors (0 bytes) read where they lie, 2 (224 bytes) copied (first: \""));
   CHECK(has(r, "nodes: 7 (4 kernel calls, 3 functions)"));
   CHECK(has(r, "functions: test_dense test_relu test_softmax"));
   CHECK(!has(r, " = "));  // nothing ran
@@ -368,7 +370,7 @@ TEST_CASE("--benchmark prints TVM's statistics with percentiles, CPU time, start
   };
   CHECK(figure_after("run(): CPU time per run in us: ") > 0);
   double steps = 0;
-  for (const char* step : {"read graph ", "read parameters ", "load library ", "plan (bind kernels, place storage) ", "create the executor "}) {
+  for (const char* step : {"read graph ", "map parameters ", "load library ", "plan (bind kernels, place storage) ", "create the executor "}) {
     const double ms = figure_after(step);
     CHECK(ms >= 0);
     steps += ms;
@@ -507,12 +509,32 @@ TEST_CASE("--convert-params: TVM's blob to .safetensors and back bit for bit; --
   char first[9];
   f.read(first, 9);
   CHECK(first[8] == '{');  // the format's JSON header, not TVM's magic
-  CHECK(run_cli(" --convert-params " + st + " " + back).status == 0);
+  const result unpadded = run_cli(" --convert-params " + st + " " + back + " --align-params 0");
+  CHECK(unpadded.status == 0);
+  CHECK(has(unpadded, "unpadded as TVM writes it"));
   auto bytes = [](const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
   CHECK(bytes(back) == bytes(params_file));
+  // By default a TVM blob is written aligned: every tensor maps, 64-byte aligned, the
+  // same tensors (padding aside), and model::load reads them where they lie.
+  const std::string aligned = (dir / "mlp.aligned.params").string();
+  const result al = run_cli(" --convert-params " + params_file + " " + aligned);
+  CHECK(al.status == 0);
+  CHECK(has(al, "every tensor's data 64-byte aligned"));
+  const gexec::param_dict original = gexec::load_param_dict_file(params_file);
+  const gexec::param_dict mapped = gexec::load_param_dict_file(aligned, gexec::load_mode::mmap);
+  for (const auto& [name, value] : original) {
+    CAPTURE(name);
+    REQUIRE(mapped.contains(name));
+    CHECK(mapped.is_mapped(mapped.at(name)));
+    CHECK(mapped.at(name).is_aligned(64));
+    CHECK(std::memcmp(mapped.at(name).data(), value.data(), value.byte_size()) == 0);
+  }
+  CHECK(gexec::model::load(graph_file, GEXEC_TEST_KERNELS, aligned).weights().copied == 0);
+  CHECK(gexec::model::load(graph_file, GEXEC_TEST_KERNELS, params_file).weights().in_place == 0);
+  CHECK(has(run_cli(" --convert-params " + params_file + " " + aligned + "2 --align-params 48"), "48 is not a power of two"));
   const std::vector<float> x = {0.5f, -1, 2, 0.25f};
   const result r = run_cli(" -g " + graph_file + " -l " + GEXEC_TEST_KERNELS + " -p " + st + " -i x=0.5,-1,2,0.25");
   CHECK(r.status == 0);

@@ -246,20 +246,21 @@ class basic_model {
       if (!value.is_contiguous()) fail(errc::invalid_argument, "tensor is strided");
       if (s.plan.alias_group_bytes(g, eid) > value.byte_size()) fail(errc::shape_mismatch, "a __nop alias of it is larger than the tensor");
       ndarray placed;
+      std::string why_copied;
       if (same_device(value.device(), want.device) && value.is_aligned()) {
         placed = value;
-        s.weights.in_place += 1;
-        s.weights.in_place_bytes += value.byte_size();
+        // From a mapped file, a tensor outside the mapping is the reader's copy.
+        if (!params.mapped_range().empty() && !params.is_mapped(value)) why_copied = "its data is not aligned for its elements in the file";
       } else {
         placed = allocate_like(s, want);
         s.backends->copy(value.dltensor(), const_cast<DLTensor&>(placed.dltensor()));
-        s.weights.copied += 1;
-        s.weights.copied_bytes += value.byte_size();
-        if (s.weights.why_copied.empty())
-          s.weights.why_copied = "\"" + name + "\": " +
-                                 (same_device(value.device(), want.device) ? "its data is not " + std::to_string(kernel_alignment) + "-byte aligned"
-                                                                           : "it is on " + to_string(value.device()) + ", the graph reads it on " + to_string(want.device));
+        why_copied = same_device(value.device(), want.device) ? "its data is not " + std::to_string(kernel_alignment) + "-byte aligned"
+                                                               : "it is on " + to_string(value.device()) + ", the graph reads it on " + to_string(want.device);
       }
+      weights_report& w = s.weights;
+      (why_copied.empty() ? w.in_place : w.copied) += 1;
+      (why_copied.empty() ? w.in_place_bytes : w.copied_bytes) += value.byte_size();
+      if (!why_copied.empty() && w.why_copied.empty()) w.why_copied = "\"" + name + "\": " + why_copied;
       s.param_bytes += placed.byte_size();
       s.params[static_cast<std::size_t>(it->second)] = std::move(placed);
     }

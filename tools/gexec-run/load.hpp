@@ -146,9 +146,9 @@ inline loaded load(const options& o) {
   gexec::param_dict params;
   if (!o.params.empty()) {
     file_progress bar(o.params, o.progress);
-    params = gexec::load_param_dict_file(o.params, gexec::load_mode::copy, bar.callback);
+    params = gexec::load_param_dict_file(o.params, gexec::load_mode::mmap, bar.callback);
   }
-  step("read parameters");
+  step("map parameters");
   for (const auto& [name, value] : params) {
     l.param_names.push_back(name);
     l.param_bytes += value.byte_size();

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -45,6 +46,16 @@
 #include "relax.hpp"
 
 namespace {
+
+/// Where the model's weights live: read where they lie (mapped) or copied, and why.
+std::string weights_line(const gexec::any_device_model& m) {
+  const gexec::weights_report& w = m.weights();
+  std::string line = "weights: " + std::to_string(w.in_place) + " tensors (" + std::to_string(w.in_place_bytes) + " bytes) read where they lie, " +
+                     std::to_string(w.copied) + " (" + std::to_string(w.copied_bytes) + " bytes) copied";
+  if (!w.why_copied.empty()) line += " (first: " + w.why_copied + ")";
+  return line;
+}
+
 
 using namespace gexec_run;
 namespace fs = std::filesystem;
@@ -65,6 +76,7 @@ void print_info(const options& o, const loaded& l) {
       functions.insert(n.func_name);
     }
   std::cout << "parameters: " << l.param_names.size() << " (" << l.param_bytes << " bytes)\n"
+            << weights_line(*l.model) << '\n'
             << "nodes: " << g.nodes.size() << " (" << ops << " kernel calls, " << functions.size() << " functions)\n"
             << "functions:";
   for (const auto& f : functions) std::cout << ' ' << f;
@@ -120,11 +132,13 @@ void benchmark(const options& o, loaded& l) {
   }
   std::printf(" total %.3f\n", total * 1e3);
   std::printf("first run in ms: %.3f (%.1fx the mean)\n", l.first_run * 1e3, r.mean > 0 ? l.first_run / r.mean : 0.0);
+  std::printf("%s\n", weights_line(*l.model).c_str());
   std::printf("peak resident memory: %.1f MiB\n", static_cast<double>(r.peak_rss_bytes) / (1024.0 * 1024.0));
 }
 
 /// --convert-params IN OUT: TVM's blob to .safetensors or back (by OUT's extension), the
-/// tensors' names, order, dtypes, shapes and bytes kept.
+/// tensors' names, order, dtypes, shapes and bytes kept; a TVM blob is written with its
+/// tensors --align-params aligned (64 by default: read in place by model::load).
 int convert_params(const options& o) {
   const fs::path in = o.convert_params.at(0), out = o.convert_params.at(1);
   const gexec::param_dict params = gexec::load_param_dict_file(in);
@@ -132,11 +146,14 @@ int convert_params(const options& o) {
   if (fs::equivalent(in, out, ec)) fail("--convert-params: the output " + out.string() + " is the input");
   const bool safetensors = out.extension() == ".safetensors";
   if (safetensors) gexec::save_safetensors_file(params, out);
-  else gexec::save_param_dict_file(params, out);
+  else gexec::save_param_dict_file(params, out, gexec::save_options{o.align_params});
   std::uint64_t bytes = 0;
   for (const auto& [name, value] : params) bytes += value.byte_size();
   std::cout << "wrote " << params.size() << " tensors (" << bytes << " bytes) to " << out.string() << " as "
-            << (safetensors ? ".safetensors" : "TVM's parameter blob") << '\n';
+            << (safetensors ? std::string(".safetensors")
+                : o.align_params ? "TVM's parameter blob, every tensor's data " + std::to_string(o.align_params) + "-byte aligned (read in place)"
+                                 : std::string("TVM's parameter blob, unpadded as TVM writes it"))
+            << '\n';
   return 0;
 }
 
@@ -295,8 +312,20 @@ int main(int argc, char** argv) {
   app.add_option("-f,--function", o.function, "the function of a Relax VM executable (TVM >= 0.20) to call (default: main, or its only one)")
       ->group(model_group);
   app.add_option("--convert-params", o.convert_params,
-                 "IN OUT: convert parameters between TVM's blob and .safetensors (OUT's extension decides), bit for bit, and exit")
+                 "IN OUT: convert parameters between TVM's blob and .safetensors (OUT's extension decides), the tensors bit for bit, "
+                 "and exit; a TVM blob is written aligned (--align-params), so that gexec reads its weights in place")
       ->expected(2)
+      ->group(model_group);
+  app.add_option("--align-params", o.align_params,
+                 "with --convert-params: the alignment of each tensor's data in a TVM blob written (a power of two; default 64, what "
+                 "compiled kernels assume; 0: no padding, byte for byte as TVM writes)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            unsigned long long n = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            return ec == std::errc{} && end == v.data() + v.size() && (n & (n - 1)) == 0 ? std::string() : v + " is not a power of two (or 0)";
+          },
+          "POWER OF 2"))
       ->group(model_group);
   app.add_option("-i,--input", o.inputs, "input NAME=v1,v2,... (by the input's dtype; one value fills the tensor), NAME=@file.npy, NAME=@raw.bin (little-endian, the model's dtype and shape), or @all.npz (arrays named by input)")
       ->group("Inputs and outputs");
