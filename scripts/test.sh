@@ -215,7 +215,7 @@ bench_stage() {
   local arm_model=$build-aarch64/conformance/mlp
   [ -f "$arm_model/static/kernels.tar" ] || arm_model=""
   if [ -f "$conformance/resnet/static/kernels.tar" ]; then
-    bash benchmarks/footprint/run.sh "$build/footprint" "$conformance/resnet" $arm_model
+    GEXEC_RUN="$build/tools/gexec-run" bash benchmarks/footprint/run.sh "$build/footprint" "$conformance/resnet" $arm_model
   fi
   if [ -x "$build/python/venv/bin/python" ]; then  # the python stage's venv, with the wheel installed
     "$build/python/venv/bin/python" benchmarks/python/bench_python.py --conformance "$build/conformance" \

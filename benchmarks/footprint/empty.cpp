@@ -10,6 +10,6 @@ int main() {
   std::fflush(stdout);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::printf("params_bytes 0 storage_bytes 0 max_rss_kib %ld load_ms 0 run_ms 0\n", usage.ru_maxrss);
+  std::printf("params_bytes 0 weights_in_place 0 weights_copied 0 storage_bytes 0 max_rss_kib %ld load_ms 0 run_ms 0\n", usage.ru_maxrss);
   return 0;
 }

@@ -32,6 +32,19 @@ inline param_dict load_param_dict(std::span<const std::byte> blob) {
 }
 inline param_dict load_param_dict(std::string_view blob) { return load_param_dict(detail::as_bytes(blob)); }
 
+/// Reads a parameter blob whose bytes outlive every tensor and model made from it (a
+/// program's own read-only data: gexec_add_model's params(), or memory the caller never
+/// frees): tensors whose data is aligned for their elements there are views of it, the
+/// others copies. A model reads the views that are 64-byte aligned where they lie (a blob
+/// written with save_options::align, `gexec-run --convert-params`), copying nothing.
+inline param_dict view_param_dict(std::span<const std::byte> blob) {
+  // No owner to keep: the bytes live as long as the program.
+  const std::shared_ptr<const void> forever(blob.data(), [](const void*) {});
+  param_dict dict = with_param_source(param_input::memory(blob, forever), [](const auto& source) { return read_param_dict(source); });
+  detail::param_dict_access::set_mapped(dict, blob);
+  return dict;
+}
+
 /// Reads a parameter file: TVM's blob, a .safetensors file or an .npz archive (told apart
 /// by the first bytes, then the extension: params/formats.hpp), with the same modes. Only
 /// regular files are read: a FIFO, a directory or a device is refused (errc::io, naming
