@@ -79,16 +79,6 @@ struct library_model {
   static bool in_range(std::span<const std::byte> range, const void* p) {
     return std::less_equal<>()(range.data(), static_cast<const std::byte*>(p)) && std::less<>()(static_cast<const std::byte*>(p), range.data() + range.size());
   }
-  /// Gives back the pages of the mapped file that the model copied out of it and does
-  /// not read: only the tensors it reads where they lie stay resident.
-  static void release_copied_pages(const Model& m, const param_dict& params) {
-    for (const auto& [name, value] : params) {
-      if (!params.is_mapped(value)) continue;
-      const ndarray kept = m.param(name);
-      if (!kept.defined() || kept.data() != value.data())
-        release_pages({static_cast<const std::byte*>(value.data()), static_cast<std::size_t>(value.byte_size())});
-    }
-  }
   // The graph first: the file most often wrong fails before a library is loaded.
   static Model load(const std::filesystem::path& graph_file, const std::filesystem::path& library,
                     const std::filesystem::path& params_file, model_options options) {
@@ -96,7 +86,7 @@ struct library_model {
     if (!options.progress) {
       validated_graph g = load_graph_file(graph_file);
       module lib = load_library_for(options, library);
-      return with_params(std::move(g), std::move(lib), load_param_dict_file(params_file, mode), mode, std::move(options));
+      return with_params(std::move(g), std::move(lib), (mode == load_mode::mmap ? map_param_dict_file(params_file) : load_param_dict_file(params_file, mode)), mode, std::move(options));
     }
     // One count over both files: the graph's bytes, then the parameters' after them.
     std::error_code ec;
@@ -108,13 +98,12 @@ struct library_model {
     validated_graph g = load_graph_file(graph_file, part);
     base = graph_bytes;
     module lib = load_library_for(options, library);
-    param_dict params = load_param_dict_file(params_file, mode, part);
+    param_dict params = (mode == load_mode::mmap ? map_param_dict_file(params_file, part) : load_param_dict_file(params_file, mode, part));
     return with_params(std::move(g), std::move(lib), std::move(params), mode, std::move(options));
   }
   static Model with_params(validated_graph g, module lib, param_dict params, load_mode mode, model_options options) {
     Model m(std::move(g), packed_c_abi(std::move(lib)), params, std::move(options));
     count_file_copies(m, params, mode);
-    release_copied_pages(m, params);
     return m;
   }
 };

@@ -250,7 +250,7 @@ class basic_model {
       if (same_device(value.device(), want.device) && value.is_aligned()) {
         placed = value;
         // From a mapped file, a tensor outside the mapping is the reader's copy.
-        if (!params.mapped_range().empty() && !params.is_mapped(value)) why_copied = "its data is not aligned for its elements in the file";
+        if (!params.mapped_range().empty() && !params.is_mapped(value)) why_copied = "its data is not " + std::to_string(kernel_alignment) + "-byte aligned in the file (`gexec-run --convert-params` rewrites it aligned)";
       } else {
         placed = allocate_like(s, want);
         s.backends->copy(value.dltensor(), const_cast<DLTensor&>(placed.dltensor()));

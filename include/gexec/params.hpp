@@ -73,6 +73,21 @@ inline param_dict load_param_dict_file(const std::filesystem::path& path, load_m
     return dict;
   });
 }
+/// A parameter file mapped for a model (what model::load reads): only tensors whose data
+/// sits 64-byte aligned in the file (kernel_alignment: save_options::align, `gexec-run
+/// --convert-params`) are views of the mapping, which a model then reads in place; the
+/// others are read from the file into memory of their own without touching the mapping,
+/// so no byte is resident twice. The mapping's limits are load_mode::mmap's.
+inline param_dict map_param_dict_file(const std::filesystem::path& path, const load_progress& progress = {}) {
+  const param_input in = param_input::mapped(path, detail::host_alignment);
+  return with_param_source(in, [&](const auto& source) {
+    detail::progress_sink sink(&progress, source.input_bytes());
+    param_dict dict = read_param_dict(source, &sink);
+    detail::param_dict_access::set_mapped(dict, in.bytes());
+    return dict;
+  });
+}
+
 inline param_dict load_param_dict_file(const std::filesystem::path& path, load_mode mode = load_mode::copy) {
   return load_param_dict_file(path, mode, load_progress());
 }

@@ -146,7 +146,7 @@ inline loaded load(const options& o) {
   gexec::param_dict params;
   if (!o.params.empty()) {
     file_progress bar(o.params, o.progress);
-    params = gexec::load_param_dict_file(o.params, gexec::load_mode::mmap, bar.callback);
+    params = gexec::map_param_dict_file(o.params, bar.callback);
   }
   step("map parameters");
   for (const auto& [name, value] : params) {

@@ -70,10 +70,13 @@ class param_input {
     in.owner_ = std::move(f);
     return in;
   }
-  /// A regular file mapped privately (load_mode::mmap); the mapping lives as long as a view of it.
-  static param_input mapped(const std::filesystem::path& path) {
+  /// A regular file mapped privately (load_mode::mmap); the mapping lives as long as a view
+  /// of it. With `view_alignment`, only tensors whose data sits at a multiple of it are
+  /// views; the others are read from the file (never touching the mapping's pages).
+  static param_input mapped(const std::filesystem::path& path, std::size_t view_alignment = 1) {
     auto m = std::make_shared<const detail::mapped_file>(path);
     param_input in;
+    in.view_alignment_ = view_alignment == 0 ? 1 : view_alignment;
     in.path_ = path;
     in.bytes_ = m->bytes();
     in.file_ = &m->file();
@@ -87,6 +90,8 @@ class param_input {
   [[nodiscard]] std::span<const std::byte> bytes() const noexcept { return bytes_; }
   /// What keeps bytes() alive, or null (then sources copy, never view).
   [[nodiscard]] const std::shared_ptr<const void>& owner() const noexcept { return owner_; }
+  /// Views are made only of data at a multiple of this (besides their elements' alignment).
+  [[nodiscard]] std::size_t view_alignment() const noexcept { return view_alignment_; }
   /// Whether a view of bytes() may outlive this input.
   [[nodiscard]] bool can_view() const noexcept { return owner_ != nullptr && !bytes_.empty(); }
   /// The file read from, or null for bytes in memory.
@@ -120,6 +125,7 @@ class param_input {
   std::shared_ptr<const void> owner_;
   const detail::regular_file* file_ = nullptr;
   std::filesystem::path path_;
+  std::size_t view_alignment_ = 1;
 };
 
 /// A weight source: its tensors indexed (and checked) when it is made, so that a malformed
@@ -151,7 +157,7 @@ namespace detail {
 inline ndarray view_in_place(const param_input& in, std::uint64_t at, const param_entry& e) {
   if (!in.can_view()) return ndarray();
   const std::byte* p = in.bytes().data() + at;
-  if (!can_view(p, e.dtype)) return ndarray();
+  if (!can_view(p, e.dtype) || reinterpret_cast<std::uintptr_t>(p) % in.view_alignment() != 0) return ndarray();
   DLTensor t{const_cast<std::byte*>(p), cpu(), static_cast<std::int32_t>(e.shape.size()), e.dtype, const_cast<std::int64_t*>(e.shape.data()),
              nullptr, 0};
   return ndarray::view(t, in.owner());
