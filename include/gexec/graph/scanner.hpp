@@ -66,6 +66,9 @@ class graph_scanner : json_cursor {
     while (p_ != end_ && is_ws(*p_)) ++p_;
     return p_ == end_ && finish();
   }
+  /// Where the scan stopped: the text's size after a graph, the byte it gave up at
+  /// (or just past what it gave up on) otherwise.
+  [[nodiscard]] std::size_t offset() const noexcept { return static_cast<std::size_t>(std::min(p_, end_) - begin_); }
 
  private:
   /// [node, index] or [node, index, version]
@@ -720,10 +723,15 @@ class graph_scanner : json_cursor {
 /// Reads `text` into `out` and checks it; true only if the document reader and
 /// validate() would accept the text and make the same compact graph. On false, `out`
 /// holds whatever was read before the scanner gave up. Without `read_metadata`, the
-/// scanner gives up on "metadata".
-inline bool scan_graph(std::string_view text, compact_graph& out, metadata_reader read_metadata = nullptr) {
+/// scanner gives up on "metadata". `stopped`, if given, is set to where the scanner
+/// stopped (graph_scanner::offset).
+inline bool scan_graph(std::string_view text, compact_graph& out, metadata_reader read_metadata = nullptr,
+                       std::size_t* stopped = nullptr) {
   out = compact_graph();
-  return graph_scanner(text, out, read_metadata).run();
+  graph_scanner scanner(text, out, read_metadata);
+  const bool ok = scanner.run();
+  if (stopped) *stopped = scanner.offset();
+  return ok;
 }
 
 }  // namespace detail
