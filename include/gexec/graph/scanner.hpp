@@ -214,7 +214,7 @@ class graph_scanner : json_cursor {
   /// node_row_ptr: compared with the rows the nodes made if they came first, kept to
   /// check the nodes against otherwise.
   // Everything it calls inlined: the per-node and per-entry loops run here.
-  [[gnu::flatten]] bool row_ptr() {
+  GEXEC_DETAIL_FLATTEN bool row_ptr() {
     auto& rows = g_.node_row_ptr;
     if (!eat('[')) return false;
     if (!nodes_read_) {
@@ -246,7 +246,7 @@ class graph_scanner : json_cursor {
   // ---- nodes ---------------------------------------------------------------------
 
   // Everything it calls inlined: the per-node and per-entry loops run here.
-  [[gnu::flatten]] bool nodes() {
+  GEXEC_DETAIL_FLATTEN bool nodes() {
     if (!eat('[')) return false;
     std::size_t n = est_nodes_;
     if (rows_given_) n = g_.node_row_ptr.size() - 1;
@@ -550,7 +550,7 @@ class graph_scanner : json_cursor {
   // ---- graph attributes ----------------------------------------------------------
 
   // Everything it calls inlined: the per-node and per-entry loops run here.
-  [[gnu::flatten]] bool graph_attrs() {
+  GEXEC_DETAIL_FLATTEN bool graph_attrs() {
     if (!eat('{')) return false;
     unsigned seen = 0;
     bool bad = false;
