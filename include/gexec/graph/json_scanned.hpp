@@ -1,6 +1,6 @@
 #pragma once
 // Graph JSON read by the one-pass scanner alone (graph/scanner.hpp), "metadata" by the
-// Boost-free value reader (graph/json_value.hpp): what a program that links no Boost.JSON
+// Boost-free value reader (detail/json_value.hpp): what a program that links no Boost.JSON
 // reads graphs with (create() over packed_c/system_lib.hpp, a static program's binding).
 // It accepts the graphs parse_graph() reads in the form TVM writes them, with the same
 // compact graph; what the scanner gives up on it refuses, naming the byte, where
@@ -21,7 +21,7 @@
 #include "../detail/byte_io.hpp"
 #include "../error.hpp"
 #include "compact.hpp"
-#include "json_value.hpp"
+#include "../detail/json_value.hpp"
 #include "scanner.hpp"
 #include "validated.hpp"
 

@@ -37,7 +37,7 @@
 #include "../ndarray.hpp"
 #include "checks.hpp"
 #include "compact.hpp"
-#include "json_cursor.hpp"
+#include "../detail/json_cursor.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
