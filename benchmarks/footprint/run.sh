@@ -49,14 +49,16 @@ kernel_bytes() {  # kernel_bytes MODEL SIZE_TOOL: text + data of the kernels' ob
   rm -rf "$objects"
 }
 
-owners() {  # owners NM PROGRAM: bytes of its symbols by owner
+owners() {  # owners NM PROGRAM: bytes of its symbols by owner, each address once
   "$1" -C -S --size-sort "$2" | python3 -c '
 import collections, sys
 owner = collections.Counter()
+seen = set()  # aliases (the complete and base-object symbols of a constructor) are one piece of code
 for line in sys.stdin:
     parts = line.rstrip("\n").split(" ", 3)
-    if len(parts) < 4:
+    if len(parts) < 4 or (parts[0], parts[1]) in seen:
         continue
+    seen.add((parts[0], parts[1]))
     size, name = int(parts[1], 16), parts[3]
     if "tvmgen_" in name or name.endswith("__tvm_module_ctx"):
         who = "kernels"
