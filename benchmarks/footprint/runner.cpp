@@ -25,7 +25,10 @@ int main() {
     const auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
     const clock::time_point start = clock::now();
     auto ex = gexec::create(gexec_models::model::graph_json(), gexec::system_lib{}, {gexec::cpu()});
-    ex.load_params(gexec_models::model::params());
+    // The embedded parameters are TVM's blob (gexec_add_model embeds params.bin): read as
+    // that, the program links none of the other formats load_params(span) tells apart
+    // (safetensors, npz).
+    ex.load_params(gexec::read_param_dict(gexec::tvm_blob_source(gexec::param_input::memory(gexec_models::model::params()))));
     for (const gexec::tensor_info& in : ex.get_input_info()) {
       gexec::ndarray zeros = gexec::ndarray::empty(in.shape, in.dtype, gexec::cpu());
       std::memset(zeros.data(), 0, zeros.byte_size());
