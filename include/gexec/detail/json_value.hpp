@@ -1,11 +1,12 @@
 #pragma once
 // Any JSON value, read without Boost: the scanner's "metadata" for programs that link
 // no Boost.JSON (graph/json_scanned.hpp), the check that names where a text stops being
-// JSON when the scanner gives up, and the safetensors header (safetensors_impl.hpp). It accepts what the document reader's parser
-// accepts (graph/json_impl.hpp: Boost.JSON, strict, a repeated key refused) and writes
-// a value back as that reader serializes it, or refuses what it does not write alike:
-// numbers with a fraction or an exponent, and integers outside int64 and uint64 (Boost.JSON
-// keeps them as doubles, whose shortest form this reader does not write).
+// JSON when the scanner gives up, and the safetensors header (safetensors_impl.hpp). It
+// accepts what the document reader's parser accepts (graph/json_impl.hpp: Boost.JSON,
+// strict, a repeated key refused) and writes a value back as that reader serializes it,
+// or refuses what it does not write alike: numbers with a fraction or an exponent, and
+// integers outside int64 and uint64 (Boost.JSON keeps them as doubles, whose shortest
+// form this reader does not write).
 
 #include "../config.hpp"
 
@@ -22,8 +23,8 @@
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
 
-/// How deep arrays and objects nest in graph JSON at most: Boost.JSON's default
-/// parse_options::max_depth, which the document reader keeps.
+/// How deep arrays and objects nest in graph JSON and safetensors headers at most:
+/// Boost.JSON's default parse_options::max_depth, which the document reader keeps.
 inline constexpr unsigned json_max_depth = 32;
 
 /// A JSON value as a tree, for readers that look values up (the safetensors header):
