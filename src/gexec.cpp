@@ -1,7 +1,7 @@
 // gexec::compiled: what headers only declare in compiled mode (GEXEC_COMPILED), compiled
 // once: graph JSON over Boost.JSON (graph/json_impl.hpp), kernel libraries over
 // Boost.DLL (library/module_impl.hpp), models from TVM's files (load_impl.hpp), the
-// benchmark's statistics (benchmark_impl.hpp), .safetensors headers over Boost.JSON
+// benchmark's statistics (benchmark_impl.hpp), .safetensors headers over gexec's JSON reader
 // (safetensors_impl.hpp), and the common instantiations of the model and executor
 // (instantiations.hpp).
 

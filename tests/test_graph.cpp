@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <gexec/graph.hpp>
+#include <gexec/graph/json_scanned.hpp>
 
 #include <boost/json.hpp>
 #include <doctest/doctest.h>
@@ -522,6 +523,7 @@ struct reference {
   bool ok = false;
   gexec::compact_graph graph;
   std::string error;
+  gexec::errc code{};
 };
 reference read_reference(const std::string& text) {
   reference r;
@@ -530,8 +532,38 @@ reference read_reference(const std::string& text) {
     r.ok = true;
   } catch (const gexec::error& e) {
     r.error = e.what();
+    r.code = e.code();
   }
   return r;
+}
+
+// The Boost-free path (create() over system_lib) against the scanner with the Boost
+// metadata reader: the same compact graph where the scanner reads the text, else a
+// gexec::error naming the byte, invalid_json exactly where the document reader's is.
+// Only "metadata" with numbers that are not integers separates it from the scanner.
+void check_scanned(const std::string& text, bool scan_ok, const gexec::compact_graph& scanned, const reference& ref) {
+  gexec::compact_graph plain;
+  const bool plain_ok = gexec::detail::scan_graph(text, plain, &gexec::detail::read_metadata_plain);
+  if (plain_ok) {
+    REQUIRE(scan_ok);
+    CHECK(gexec_test::compact_difference(plain, scanned) == "");
+  } else if (scan_ok) {
+    CHECK(scanned.metadata.find('E') != std::string::npos);  // a number Boost.JSON keeps as a double ("1.5E0")
+  }
+  try {
+    const gexec::validated_graph g = gexec::detail::parse_graph_scanned(text);
+    CHECK(plain_ok);
+    CHECK(gexec_test::compact_difference(g.compact(), scanned) == "");
+  } catch (const gexec::error& e) {
+    CAPTURE(e.what());
+    CHECK_FALSE(plain_ok);
+    CHECK(std::string(e.what()).find("byte ") != std::string::npos);
+    if (!ref.ok && ref.code == gexec::errc::invalid_json) {
+      CHECK(e.code() == gexec::errc::invalid_json);
+    } else {
+      CHECK(e.code() == gexec::errc::invalid_graph);
+    }
+  }
 }
 
 // The scanner accepts `text` exactly when `accepted`; what it accepts is what the
@@ -554,6 +586,7 @@ void check_scan(const std::string& text, bool accepted) {
     CHECK_FALSE(ref.ok);
     CHECK(std::string(e.what()) == ref.error);
   }
+  check_scanned(text, scan_ok, scanned, ref);
 }
 
 std::string read_text(const std::filesystem::path& path) {
@@ -972,4 +1005,117 @@ TEST_CASE("num_outputs that the text cannot back reserve nothing: a small graph 
     CHECK(c.shape_ptr.capacity() <= t.size());
     CHECK(c.storage_id.capacity() <= t.size());
   }
+}
+
+TEST_CASE("the Boost-free metadata reader writes what the document reader writes, or refuses") {
+  // {value, whether the Boost-free reader writes it alike}
+  const std::pair<std::string, bool> values[] = {
+      {R"({"signature": "anything"})", true},
+      {R"( { "a" : [1, -2, 0, true, false, null, {}, []], "b": {"c": "d"} }  )", true},
+      {R"(["q\"b\\s\/\b\f\n\r\t\u00e9\u20AC\ud83d\ude00\u0000\u001f\u007f", "\u0001"])", true},
+      {"[\"d\xc3\xa9nse\xe2\x82\xac\xf0\x9f\x98\x80\x7f\"]", true},
+      {R"({"\u0061": 1, "b\n": 2})", true},
+      {"-0", true},
+      {"[9223372036854775807, -9223372036854775808, 9223372036854775808, 18446744073709551615]", true},
+      {"\"\"", true},
+      {"\t\r\n 7 \t\r\n", true},
+      {"1.5", false},  // Boost.JSON keeps doubles, which this reader does not write
+      {"[1e3]", false},
+      {"-0.0", false},
+      {"18446744073709551616", false},
+      {"-9223372036854775809", false},
+      {std::string(31, '[') + std::string(31, ']'), true},  // 31 levels, the graph object the 32nd
+      {std::string(32, '[') + std::string(32, ']'), false},
+      {R"({"a": 1, "a": 2})", false},
+      {R"({"a": 1, "\u0061": 2})", false},
+      {R"([{"x": {"y": 1, "y": 1}}])", false},
+      {R"({"a": 1, "b": {"a": 2}})", true},  // the same key in two objects
+      {"[1, 2", false},
+      {"[1, 2,]", false},
+      {R"({"a" 1})", false},
+      {R"({"a": })", false},
+      {R"("a\x")", false},
+      {R"("a\ud83d")", false},
+      {"\"a\xc0\xaf\"", false},
+      {"\"a\x01\"", false},
+      {"\"abc", false},
+      {"tru", false},
+      {"nul", false},
+      {"01", true},  // the value 0; the scanner refuses what follows it
+      {"-", false},
+      {"+1", false},
+      {".5", false},
+      {"1.", false},
+      {"1e", false},
+      {"", false},
+      {"   ", false},
+  };
+  for (const auto& [text, alike] : values) {
+    CAPTURE(text);
+    std::string boost_out, plain_out;
+    std::size_t boost_used = 0, plain_used = 0;
+    const bool boost_ok = gexec::detail::read_metadata_value(text, boost_out, boost_used);
+    const bool plain_ok = gexec::detail::read_metadata_plain(text, plain_out, plain_used);
+    CHECK(plain_ok == alike);
+    if (plain_ok) {
+      REQUIRE(boost_ok);
+      CHECK(plain_out == boost_out);
+      CHECK(plain_used == boost_used);
+    }
+    if (!boost_ok) CHECK_FALSE(plain_ok);
+  }
+}
+
+TEST_CASE("the Boost-free graph reader refuses malformed text with a gexec::error naming the byte") {
+  const std::string base = kScanGraph;
+  const auto refused = [](const std::string& text) {
+    CAPTURE(text);
+    gexec::error e = test::error_of([&] { (void)gexec::detail::parse_graph_scanned(text); });
+    CHECK(test::contains(e, "byte "));
+    CHECK(test::contains(e, "(line "));
+    return e;
+  };
+  // Every truncation of a graph: not JSON.
+  for (std::size_t n = 0; n < base.size(); ++n) {
+    const gexec::error e = refused(base.substr(0, n));
+    CHECK(e.code() == gexec::errc::invalid_json);
+  }
+  // Bad escapes and UTF-8 in strings: not JSON, at the string.
+  for (const char* bad : {R"("a\x")", R"("a\u00g0")", R"("a\ud83d")", R"("a\ude00")", "\"a\xc0\xaf\"", "\"a\x01\""}) {
+    const std::string text = replaced(base, "\"ab\"", bad);
+    const gexec::error e = refused(text);
+    CHECK(e.code() == gexec::errc::invalid_json);
+    CHECK(test::contains(e, "byte " + std::to_string(text.find("\"hash\": ") + 8)));
+  }
+  // Nesting deeper than the document reader's parser takes, in metadata and elsewhere.
+  for (const std::string& deep : {replaced(base, "\"ab\"", std::string(40, '[') + std::string(40, ']')),
+                                  std::string(100000, '[') + std::string(100000, ']')}) {
+    const gexec::error e = refused(deep);
+    CHECK(e.code() == gexec::errc::invalid_json);
+    CHECK(test::contains(e, "too deep"));
+  }
+  // A key repeated: invalid_graph, as parse_graph says, naming the key.
+  for (const auto& [from, to] : std::initializer_list<std::pair<const char*, const char*>>{
+           {R"("arg_nodes":)", R"("heads": [], "arg_nodes":)"},
+           {R"("name": "w")", R"("name": "w", "name": "w")"},
+           {R"("hash": "ab")", R"("hash": "ab", "h\u0061sh": "ab")"}}) {
+    const gexec::error e = refused(replaced(base, from, to));
+    CHECK(e.code() == gexec::errc::invalid_graph);
+    CHECK(test::contains(e, "duplicate key"));
+  }
+  // JSON the scanner gives up on: invalid_graph, with where it stopped and what is there.
+  {
+    const std::string text = replaced(base, R"("hash": "ab")", R"("hash": 1.5)");
+    const gexec::error e = refused(text);
+    CHECK(e.code() == gexec::errc::invalid_graph);
+    CHECK(test::contains(e, "1.5"));
+    CHECK(gexec::parse_graph(text).compact().num_nodes() == 5);  // the document reader reads it
+  }
+  {
+    const gexec::error e = refused(base + " x");
+    CHECK(e.code() == gexec::errc::invalid_json);
+    CHECK(test::contains(e, "text after the value"));
+  }
+  // What check_graph refuses, the scanner refuses too: invalid_graph at the byte.
+  CHECK(refused(replaced(base, "[[4, 0, 0], [2, 0, 0]]", "[[5, 0, 0]]")).code() == gexec::errc::invalid_graph);
 }

@@ -341,3 +341,11 @@ TEST_CASE_TEMPLATE("views in place only where the bytes are aligned for the elem
   // Where a format views its input, some tensors are viewed: the check above is not empty.
   if (F::views_input && !want.empty()) CHECK(viewed > 0);
 }
+
+TEST_CASE("an input's extension is std::filesystem::path's, found without making a path") {
+  for (const char* p : {"w.params", "dir/w.safetensors", "a.b/c", "a.b/c.npz", ".params", "dir/.params", "dir/", ".", "..", "dir/..", "w.",
+                        "w..x", "/", "", "noext", "a/b.c.d", "dir.x/.hidden.y"}) {
+    CAPTURE(p);
+    CHECK(gexec::detail::path_extension(p) == std::filesystem::path(p).extension().string());
+  }
+}

@@ -220,3 +220,24 @@ TEST_CASE("save_safetensors refuses what its reader refuses: names that are not 
   std::size_t i = 0;
   for (const auto& [name, value] : back) CHECK(name == fine[i++].first);
 }
+
+TEST_CASE("the header is read as strict JSON without Boost: where it stops being JSON, and what it holds, are named") {
+  const auto data = bytes_of(std::vector<float>{1, 2, 3, 4});
+  auto one = [&](const std::string& tensor_fields) { return file_of(R"({"t":{)" + tensor_fields + "}}", data); };
+  const std::string good = R"({"t":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})";
+  for (std::size_t n = 2; n < good.size(); ++n) {  // a one-byte header is refused by its length
+    const std::string message = message_of(file_of(good.substr(0, n), data));
+    CAPTURE(message);
+    CHECK(message.find("malformed JSON header") != std::string::npos);
+  }
+  CHECK(message_of(file_of(good + "x", data)).find("at byte " + std::to_string(8 + good.size()) + ": malformed JSON header (extra data)") !=
+        std::string::npos);
+  CHECK(message_of(file_of("{\"a\":" + std::string(40, '[') + std::string(40, ']') + "}", data)).find("too deep") != std::string::npos);
+  CHECK(message_of(one(R"("dtype":"F32","shape":[4.0],"data_offsets":[0,16])")).find("shape [4.0] is not a list of sizes") != std::string::npos);
+  CHECK(message_of(one(R"("dtype":"F32","shape":[4],"data_offsets":[-0,16e0])")).find("data_offsets [0,16e0] is not [begin, end]") !=
+        std::string::npos);
+  const std::string in_array = R"({"__metadata__":{"a":"x"},"t":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"u":[{"k":1,"k":2}]})";
+  CHECK(message_of(file_of(in_array, data)).find("\"u[0].k\" is given twice") != std::string::npos);
+  const std::string metadata_number = R"({"__metadata__":{"a":1},"t":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})";
+  CHECK(message_of(file_of(metadata_number, data)).find("__metadata__ \"a\" is not a string") != std::string::npos);
+}

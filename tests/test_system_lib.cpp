@@ -116,3 +116,20 @@ TEST_CASE("a linked-in kernel finds environment functions through TVMBackendGetF
   });
   CHECK(run(ex, {1, 2, -3, 0}) == std::vector<float>{-1, -2, 3, -0.0f});
 }
+
+TEST_CASE("create() from JSON over system_lib reads with the scanner alone: the graph as TVM writes it, else an error naming the byte") {
+  const std::string json = gexec::to_json(one_op("system_lib_test_double"));
+  auto ex = gexec::create(std::string_view(json), gexec::system_lib{}, {gexec::cpu()});
+  CHECK(run(ex, {1, -2, 0.5f, 3}) == std::vector<float>{2, -4, 1, 6});
+  const gexec::error cut = test::error_of([&] { (void)gexec::create(std::string_view(json).substr(0, json.size() / 2), gexec::system_lib{}); });
+  CHECK(cut.code() == gexec::errc::invalid_json);
+  CHECK(test::contains(cut, "byte "));
+  // A float where the scanner reads integers: parse_graph's document reader would say what
+  // is wrong with its JSON path; this reader names the byte and the text there.
+  std::string odd = json;
+  odd.replace(odd.find("\"arg_nodes\":[0]"), 15, "\"arg_nodes\":[0.0]");
+  const gexec::error given_up = test::error_of([&] { (void)gexec::create(std::string_view(odd), gexec::system_lib{}); });
+  CHECK(given_up.code() == gexec::errc::invalid_graph);
+  CHECK(test::contains(given_up, "byte " + std::to_string(odd.find("0.0]") + 1)));  // where the scanner stopped
+  CHECK(test::contains(given_up, "near \".0]"));
+}

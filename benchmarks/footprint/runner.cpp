@@ -1,6 +1,6 @@
 // The smallest useful static deployment: one embedded model (gexec_add_model), run once
-// on zero inputs. Its weights are read where the program holds them (view_param_dict:
-// in place where the embedded blob was written aligned, copied once otherwise). Prints
+// on zero inputs. Its weights are read where the program holds them (static_model: in
+// place where the embedded blob was written aligned, copied once otherwise). Prints
 // the first output element, then what the run held:
 //
 //   first output: <value>
@@ -10,7 +10,7 @@
 // exec to the first line.
 
 #include <gexec/executor.hpp>
-#include <gexec/packed_c/system_lib.hpp>
+#include <gexec/static_model.hpp>
 
 #include <gexec_models/model.hpp>
 
@@ -26,8 +26,7 @@ int main() {
     using clock = std::chrono::steady_clock;
     const auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
     const clock::time_point start = clock::now();
-    const gexec::basic_model m(gexec::parse_graph(gexec_models::model::graph_json()), gexec::system_lib{},
-                               gexec::view_param_dict(gexec_models::model::params()));
+    const auto m = gexec::static_model(gexec_models::model::graph_json(), gexec_models::model::params());
     auto ex = m.instantiate();
     for (const gexec::tensor_info& in : ex.get_input_info()) {
       if (m.param(in.name).defined()) continue;

@@ -49,3 +49,11 @@
 #define GEXEC_HEADER_ONLY() 1
 #define GEXEC_DECL inline
 #endif
+
+// The scanner's loops over nodes and attributes inline everything they call when built
+// for speed; built for size (-Os), a static program keeps the calls instead (tens of KB).
+#ifdef __OPTIMIZE_SIZE__
+#define GEXEC_DETAIL_FLATTEN
+#else
+#define GEXEC_DETAIL_FLATTEN [[gnu::flatten]]
+#endif

@@ -15,7 +15,8 @@
 // and the data largest elements first, after a header padded with spaces to a multiple of
 // 8 bytes, so that every tensor's data is aligned for its elements in the file and a
 // mapped file (load_mode::mmap) serves views without a copy. The header's JSON is read
-// over Boost.JSON in safetensors_impl.hpp (compiled into gexec::compiled in that mode).
+// in safetensors_impl.hpp by gexec's own JSON reader, no Boost.JSON (compiled into
+// gexec::compiled in that mode).
 
 #include "config.hpp"
 
@@ -132,8 +133,8 @@ inline void check_safetensors_coverage(const std::vector<safetensors_entry>& ten
 }
 
 /// The tensors of a header (the `header.size()` bytes after the length, in a file of
-/// `file_size` bytes), in its order, checked: see the top of this header. Defined over
-/// Boost.JSON in safetensors_impl.hpp.
+/// `file_size` bytes), in its order, checked: see the top of this header. Defined in
+/// safetensors_impl.hpp.
 GEXEC_DECL std::vector<safetensors_entry> parse_safetensors_header(std::string_view header, std::uint64_t file_size, const std::string& what);
 
 

@@ -3,9 +3,14 @@
 // parser too (nothing after the graph object), and the graph must be written by
 // to_json as JSON that parses again, and writing that back must give the same text.
 // Whatever the one-pass scanner accepts, the document reader and validate() accept too,
-// with the same compact graph, field for field.
+// with the same compact graph, field for field. The Boost-free path (the scanner alone,
+// metadata by detail/json_value.hpp: create() over system_lib) gives that graph too, or
+// a gexec::error: invalid_json exactly where parse_graph's is, and "metadata" that Boost
+// writes with a double the only text the scanner reads and it refuses; its metadata
+// reader writes what read_metadata_value writes wherever it accepts.
 
 #include <gexec/graph.hpp>
+#include <gexec/graph/json_scanned.hpp>
 
 #include "../compact_compare.hpp"
 
@@ -27,6 +32,39 @@ namespace {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
+  {
+    std::string boost_out, plain_out;
+    std::size_t boost_used = 0, plain_used = 0;
+    const bool boost_ok = gexec::detail::read_metadata_value(text, boost_out, boost_used);
+    if (gexec::detail::read_metadata_plain(text, plain_out, plain_used)) {
+      if (!boost_ok) property_failed("the Boost-free metadata reader accepts what read_metadata_value refuses", std::string(text));
+      if (plain_out != boost_out || plain_used != boost_used)
+        property_failed("the metadata readers write different text", boost_out + "\n---\n" + plain_out);
+    }
+  }
+  {
+    gexec::compact_graph scanned;
+    const bool scan_ok = gexec::detail::scan_graph(text, scanned, &gexec::detail::read_metadata_value);
+    gexec::errc parse_code{};
+    bool parse_ok = true;
+    try {
+      (void)gexec::parse_graph(text);
+    } catch (const gexec::error& e) {
+      parse_ok = false;
+      parse_code = e.code();
+    }
+    try {
+      const gexec::validated_graph plain = gexec::detail::parse_graph_scanned(text);
+      if (!scan_ok) property_failed("the Boost-free path accepts what the scanner gives up on", std::string(text));
+      const std::string differs = gexec_test::compact_difference(plain.compact(), scanned);
+      if (!differs.empty()) property_failed("the Boost-free path and the scanner make different compact graphs", differs);
+    } catch (const gexec::error& e) {
+      if (scan_ok && scanned.metadata.find('E') == std::string::npos)
+        property_failed("the Boost-free path refuses what the scanner reads", e.what());
+      if ((!parse_ok && parse_code == gexec::errc::invalid_json) != (e.code() == gexec::errc::invalid_json))
+        property_failed("the Boost-free path and parse_graph disagree on whether the text is JSON", e.what());
+    }
+  }
   {
     gexec::compact_graph scanned;
     if (gexec::detail::scan_graph(text, scanned, &gexec::detail::read_metadata_value)) {

@@ -54,7 +54,7 @@ const std::vector<layer> layers = {
     {"kernels: how a func_name becomes a callable", {"binding/", "packed_c/", "tvm_ffi/", "library/"}},
     {"the plan: storage and steps as indices", {"planners/", "plan.hpp"}},
     {"one executor's machinery", {"executor/"}},
-    {"running: policies, observers, the model and the TVM API", {"execution/", "observers/", "model.hpp", "graph_executor.hpp", "benchmark.hpp", "benchmark_impl.hpp", "load.hpp", "load_impl.hpp", "relax/", "relax.hpp"}},
+    {"running: policies, observers, the model and the TVM API", {"execution/", "observers/", "model.hpp", "graph_executor.hpp", "benchmark.hpp", "benchmark_impl.hpp", "load.hpp", "load_impl.hpp", "relax/", "relax.hpp", "static_model.hpp"}},
     {"opt-in wings and umbrellas", {"debug/", "contrib/", "cuda/", "debug.hpp", "cuda.hpp", "executor.hpp", "instantiations.hpp", "all_backends.hpp"}},
 };
 

@@ -37,7 +37,7 @@
 #include "../ndarray.hpp"
 #include "checks.hpp"
 #include "compact.hpp"
-#include "json_cursor.hpp"
+#include "../detail/json_cursor.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -66,6 +66,9 @@ class graph_scanner : json_cursor {
     while (p_ != end_ && is_ws(*p_)) ++p_;
     return p_ == end_ && finish();
   }
+  /// Where the scan stopped: the text's size after a graph, the byte it gave up at
+  /// (or just past what it gave up on) otherwise.
+  [[nodiscard]] std::size_t offset() const noexcept { return static_cast<std::size_t>(std::min(p_, end_) - begin_); }
 
  private:
   /// [node, index] or [node, index, version]
@@ -211,7 +214,7 @@ class graph_scanner : json_cursor {
   /// node_row_ptr: compared with the rows the nodes made if they came first, kept to
   /// check the nodes against otherwise.
   // Everything it calls inlined: the per-node and per-entry loops run here.
-  [[gnu::flatten]] bool row_ptr() {
+  GEXEC_DETAIL_FLATTEN bool row_ptr() {
     auto& rows = g_.node_row_ptr;
     if (!eat('[')) return false;
     if (!nodes_read_) {
@@ -243,7 +246,7 @@ class graph_scanner : json_cursor {
   // ---- nodes ---------------------------------------------------------------------
 
   // Everything it calls inlined: the per-node and per-entry loops run here.
-  [[gnu::flatten]] bool nodes() {
+  GEXEC_DETAIL_FLATTEN bool nodes() {
     if (!eat('[')) return false;
     std::size_t n = est_nodes_;
     if (rows_given_) n = g_.node_row_ptr.size() - 1;
@@ -547,7 +550,7 @@ class graph_scanner : json_cursor {
   // ---- graph attributes ----------------------------------------------------------
 
   // Everything it calls inlined: the per-node and per-entry loops run here.
-  [[gnu::flatten]] bool graph_attrs() {
+  GEXEC_DETAIL_FLATTEN bool graph_attrs() {
     if (!eat('{')) return false;
     unsigned seen = 0;
     bool bad = false;
@@ -720,10 +723,15 @@ class graph_scanner : json_cursor {
 /// Reads `text` into `out` and checks it; true only if the document reader and
 /// validate() would accept the text and make the same compact graph. On false, `out`
 /// holds whatever was read before the scanner gave up. Without `read_metadata`, the
-/// scanner gives up on "metadata".
-inline bool scan_graph(std::string_view text, compact_graph& out, metadata_reader read_metadata = nullptr) {
+/// scanner gives up on "metadata". `stopped`, if given, is set to where the scanner
+/// stopped (graph_scanner::offset).
+inline bool scan_graph(std::string_view text, compact_graph& out, metadata_reader read_metadata = nullptr,
+                       std::size_t* stopped = nullptr) {
   out = compact_graph();
-  return graph_scanner(text, out, read_metadata).run();
+  graph_scanner scanner(text, out, read_metadata);
+  const bool ok = scanner.run();
+  if (stopped) *stopped = scanner.offset();
+  return ok;
 }
 
 }  // namespace detail

@@ -11,6 +11,13 @@
 //   #include <gexec/executor.hpp>
 //   #include <gexec/packed_c/system_lib.hpp>
 //   auto ex = gexec::create(graph_json, gexec::system_lib{}, {gexec::cpu()});
+//   const auto m = gexec::static_model(graph_json, params);  // <gexec/static_model.hpp>: weights in place
+//
+// create() from JSON text or a file over `system_lib` reads the graph with the
+// one-pass scanner alone (graph/json_scanned.hpp), so that a static program links no
+// Boost.JSON: graphs as TVM writes them read the same, and what the scanner gives up on
+// is refused naming the byte where parse_graph() would read it again; a program that
+// wants that reader passes create() gexec::parse_graph(json) instead.
 //
 // The C functions are the ABI's, so they are process-wide by necessity, and so is the
 // table of registered symbols: the constructors run before main(), with no object to
@@ -35,6 +42,7 @@
 #include "../binding/binding.hpp"
 #include "../detail/last_error.hpp"
 #include "../error.hpp"
+#include "../graph/json_scanned.hpp"
 #include "../runtime/env_registry.hpp"
 #include "../tvm_abi.hpp"
 #include "hooks.hpp"
@@ -147,6 +155,18 @@ class system_lib {
   }
 };
 static_assert(op_binding<system_lib>);
+
+namespace detail {
+template <class Binding>
+struct graph_reader;  // create()'s graph JSON reader (model.hpp)
+
+/// A program with its kernels linked in reads graphs without Boost.JSON.
+template <>
+struct graph_reader<system_lib> {
+  static validated_graph text(std::string_view json_text) { return parse_graph_scanned(json_text); }
+  static validated_graph file(const std::filesystem::path& path) { return load_graph_file_scanned(path); }
+};
+}  // namespace detail
 
 GEXEC_NAMESPACE_END
 

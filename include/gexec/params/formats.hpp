@@ -43,7 +43,7 @@ struct param_format_list {
   /// first whose extension is the path's, else the first of the list.
   static choice sniff(const param_input& in) {
     const std::vector<std::byte> head = in.head(head_bytes);
-    const std::string ext = in.path().extension().string();
+    const std::string_view ext = in.extension();
     static constexpr std::array<choice, sizeof...(Sources)> all = [] {
       std::array<choice, sizeof...(Sources)> a{};
       std::size_t i = 0;

@@ -26,6 +26,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -47,6 +48,16 @@ struct param_entry {
   std::uint64_t offset = 0;  ///< where its data starts in the input (for progress and messages)
 };
 
+namespace detail {
+/// What std::filesystem::path(path).extension() gives for a POSIX path, as a view into it.
+inline std::string_view path_extension(std::string_view path) noexcept {
+  std::string_view name = path.substr(path.rfind('/') + 1);  // the file name (npos + 1 == 0)
+  if (name == "." || name == "..") return {};
+  const std::size_t dot = name.rfind('.');
+  return dot == std::string_view::npos || dot == 0 ? std::string_view() : name.substr(dot);
+}
+}  // namespace detail
+
 /// The bytes a weight source reads: memory, a file (read with pread, locked shared while
 /// this lives), or a file's private mapping (both: views from the mapping, copies from
 /// the file, which neither faults the mapping's pages in nor keeps them).
@@ -65,7 +76,7 @@ class param_input {
     auto f = std::make_shared<detail::regular_file>(path, "parameter file");
     detail::lock_file(f->fd(), LOCK_SH, f->name(), "is being written (another process holds an exclusive flock on it)");
     param_input in;
-    in.path_ = path;
+    in.path_ = path.native();
     in.file_ = f.get();
     in.owner_ = std::move(f);
     return in;
@@ -77,7 +88,7 @@ class param_input {
     auto m = std::make_shared<const detail::mapped_file>(path);
     param_input in;
     in.view_alignment_ = view_alignment == 0 ? 1 : view_alignment;
-    in.path_ = path;
+    in.path_ = path.native();
     in.bytes_ = m->bytes();
     in.file_ = &m->file();
     in.owner_ = std::move(m);
@@ -97,12 +108,15 @@ class param_input {
   /// The file read from, or null for bytes in memory.
   [[nodiscard]] const detail::regular_file* file() const noexcept { return file_; }
   /// The path, empty for bytes in memory: sources name it in messages.
-  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+  [[nodiscard]] std::filesystem::path path() const { return path_; }
+  /// The path's extension, as std::filesystem::path::extension() gives it (".params";
+  /// empty for "dir/.params", "..", no dot, and bytes in memory), without making a path.
+  [[nodiscard]] std::string_view extension() const noexcept { return detail::path_extension(path_); }
   [[nodiscard]] std::uint64_t size() const noexcept { return file_ ? file_->size() : bytes_.size(); }
 
   /// How a source names this input in messages: "<format>" or "<format> <path>".
   [[nodiscard]] std::string name(std::string_view format) const {
-    return path_.empty() ? std::string(format) : std::string(format) + " " + path_.string();
+    return path_.empty() ? std::string(format) : std::string(format) + " " + path_;
   }
 
   /// Copies `n` bytes at `offset` (checked by the source's index to lie inside) into `dst`:
@@ -124,7 +138,9 @@ class param_input {
   std::span<const std::byte> bytes_;
   std::shared_ptr<const void> owner_;
   const detail::regular_file* file_ = nullptr;
-  std::filesystem::path path_;
+  // The path as text, not a std::filesystem::path: a program that loads parameters from
+  // memory (a static one) then links none of libstdc++'s path, locale and stream code.
+  std::string path_;
   std::size_t view_alignment_ = 1;
 };
 

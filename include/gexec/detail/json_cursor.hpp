@@ -1,7 +1,7 @@
 #pragma once
-// The characters, strings and numbers of TVM graph JSON as the one-pass scanner
-// (graph/scanner.hpp) reads them: a cursor over the text that consumes what it expects
-// and says false on anything else. Strings are decoded as Boost.JSON decodes them
+// The characters, strings and numbers of JSON as gexec's own readers read them (the
+// graph scanner, graph/scanner.hpp; any value, json_value.hpp): a cursor over the text
+// that consumes what it expects and says false on anything else. Strings are decoded as Boost.JSON decodes them
 // (escapes, surrogate pairs, UTF-8 checked); numbers are the plain integers TVM writes.
 
 #include "../config.hpp"
@@ -16,14 +16,15 @@
 #include <string>
 #include <string_view>
 
-#include "../detail/json_path.hpp"
-#include "checks.hpp"
+#include "json_path.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
 
 /// A position in a JSON text that ends in '}' and whitespace (graph_scanner::run checks
 /// it): reads past the position are bounded by that last '}' where not by end_.
+/// string_body() and what it calls are bounded by end_ alone, for texts of any ending
+/// (json_value_reader reads those).
 class json_cursor {
  protected:
   explicit json_cursor(std::string_view text) noexcept
@@ -116,7 +117,8 @@ class json_cursor {
 
   /// The rest of a string whose opening quote is consumed. Printable ASCII without
   /// escapes is a view into the text; anything else goes to string_slow(). `name`: the
-  /// string must keep graph_rules::printable_name (which printable ASCII does).
+  /// string must hold no control character, graph_rules::printable_name (which printable
+  /// ASCII keeps).
   bool string_body(std::string_view& out, keep k = keep::now, bool name = false) {
     const char* s = p_;
     constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
@@ -248,7 +250,7 @@ class json_cursor {
       out = *to;
     }
     p_ = q + 1;
-    return !name || graph_rules::printable_name(out) ? out : fail;
+    return !name || !has_control_character(out) ? out : fail;
   }
   /// Consumes the rest of a string (opening quote consumed) if it is `same`, a view
   /// into the text that string_body() returned.
