@@ -9,8 +9,13 @@
 #include <gexec/executor.hpp>
 #include <gexec/function_registry.hpp>
 #include <gexec/packed_c/system_lib.hpp>
+#include <gexec/params.hpp>
+#include <gexec/static_model.hpp>
 
 #include <algorithm>
+#include <memory>
+#include <new>
+#include <span>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,12 +56,27 @@ extern "C" int system_lib_test_call_env(TVMValue* args, int* codes, int n, TVMVa
   return TVMFuncCall(f, args, codes, n, &ret, &ret_code);
 }
 
+/// y = x + w, w a weight.
+extern "C" int system_lib_test_add(TVMValue* args, int* codes, int n, TVMValue*, int*, void*) {
+  if (n != 3 || codes[0] != gexec::tc_dltensor || codes[1] != gexec::tc_dltensor || codes[2] != gexec::tc_dltensor) {
+    TVMAPISetLastError("system_lib_test_add: expected three tensors");
+    return -1;
+  }
+  const auto* x = static_cast<const DLTensor*>(args[0].v_handle);
+  const auto* w = static_cast<const DLTensor*>(args[1].v_handle);
+  auto* y = static_cast<DLTensor*>(args[2].v_handle);
+  for (std::int64_t i = 0; i < x->shape[0]; ++i)
+    static_cast<float*>(y->data)[i] = static_cast<const float*>(x->data)[i] + static_cast<const float*>(w->data)[i];
+  return 0;
+}
+
 /// What a system-library object's constructor does before main().
 struct registration {
   registration() {
     TVMBackendRegisterSystemLibSymbol("__tvm_module_ctx", &module_ctx);
     TVMBackendRegisterSystemLibSymbol("system_lib_test_double", reinterpret_cast<void*>(&system_lib_test_double));
     TVMBackendRegisterSystemLibSymbol("system_lib_test_call_env", reinterpret_cast<void*>(&system_lib_test_call_env));
+    TVMBackendRegisterSystemLibSymbol("system_lib_test_add", reinterpret_cast<void*>(&system_lib_test_add));
   }
 } registered;
 
@@ -83,7 +103,7 @@ TEST_CASE("system_lib binds func_names to the kernels registered before main()")
   CHECK(std::ranges::find(names, "system_lib_test_call_env") != names.end());
   CHECK(std::ranges::find(names, "__tvm_module_ctx") == names.end());  // a context slot, not a kernel
   CHECK(module_ctx != nullptr);                                         // gexec filled the slot
-  CHECK(kernels.describe().find("2 registered by 1 system-library object") != std::string::npos);
+  CHECK(kernels.describe().find("3 registered by 1 system-library object") != std::string::npos);
 
   auto ex = gexec::create(one_op("system_lib_test_double"), kernels, {gexec::cpu()});
   CHECK(run(ex, {1, -2, 0.5f, 3}) == std::vector<float>{2, -4, 1, 6});
@@ -132,4 +152,52 @@ TEST_CASE("create() from JSON over system_lib reads with the scanner alone: the 
   CHECK(given_up.code() == gexec::errc::invalid_graph);
   CHECK(test::contains(given_up, "byte " + std::to_string(odd.find("0.0]") + 1)));  // where the scanner stopped
   CHECK(test::contains(given_up, "near \".0]"));
+}
+
+namespace {
+/// `bytes` copied into 64-byte aligned memory that lives as long as the program, as
+/// gexec_add_model embeds a blob in .rodata (.balign 64).
+std::span<const std::byte> program_bytes(const std::vector<std::byte>& bytes) {
+  auto* p = static_cast<std::byte*>(::operator new(bytes.size(), std::align_val_t{64}));
+  std::copy(bytes.begin(), bytes.end(), p);
+  static std::vector<std::unique_ptr<std::byte, void (*)(std::byte*)>> kept;  // freed at exit
+  kept.emplace_back(p, [](std::byte* b) { ::operator delete(b, std::align_val_t{64}); });
+  return {p, bytes.size()};
+}
+}  // namespace
+
+TEST_CASE("static_model reads a static program's weights where the program holds them, when aligned there") {
+  gexec::graph_builder b;
+  b.output(b.op("add", "system_lib_test_add", {b.input("x", {4}), b.input("w", {4})}, {{{4}}}));
+  const std::string json = gexec::to_json(b.build());
+  gexec::param_dict params;
+  params.set("w", gexec::ndarray::from_values<float>({4}, std::vector<float>{10, 20, 30, 40}));
+
+  const std::span<const std::byte> aligned = program_bytes(gexec::save_param_dict(params, gexec::save_options{64}));
+  const auto m = gexec::static_model(json, aligned);
+  CHECK(m.weights().in_place == 1);
+  CHECK(m.weights().copied == 0);
+  const auto* w = static_cast<const std::byte*>(m.param("w").data());
+  CHECK((w >= aligned.data() && w < aligned.data() + aligned.size()));  // the program's bytes themselves
+  auto ex1 = m.instantiate(), ex2 = m.instantiate();
+  CHECK(ex1.get_input("w").data() == m.param("w").data());
+  CHECK(ex2.get_input("w").data() == m.param("w").data());
+  CHECK(run(ex1, {1, 2, 3, 4}) == std::vector<float>{11, 22, 33, 44});
+  CHECK(run(ex2, {-1, -2, -3, -4}) == std::vector<float>{9, 18, 27, 36});
+
+  // As TVM writes it (no padding), the weight is misaligned there: copied once, and said.
+  const std::span<const std::byte> tvm = program_bytes(gexec::save_param_dict(params));
+  const auto c = gexec::static_model(json, tvm);
+  CHECK(c.weights().copied == 1);
+  CHECK(c.weights().in_place == 0);
+  CHECK(c.weights().why_copied.find("\"w\"") != std::string::npos);
+  w = static_cast<const std::byte*>(c.param("w").data());
+  CHECK_FALSE((w >= tvm.data() && w < tvm.data() + tvm.size()));
+  CHECK(c.param("w").is_aligned());
+  auto ex3 = c.instantiate();
+  CHECK(run(ex3, {1, 2, 3, 4}) == std::vector<float>{11, 22, 33, 44});
+
+  // Malformed bytes are an error naming what is wrong, nothing kept.
+  const std::span<const std::byte> cut = aligned.first(aligned.size() - 3);
+  CHECK(test::error_of([&] { (void)gexec::static_model(json, cut); }).code() == gexec::errc::invalid_params);
 }
