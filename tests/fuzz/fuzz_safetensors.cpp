@@ -97,7 +97,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const gexec::error&) {
     return 0;
   }
-  if (file.size() < 9) property_failed("a file shorter than its header loads");
+  if (file.size() < 9) {
+    // Too short for .safetensors; another format's (the null source's "GEXECNUL") may load.
+    if (std::string_view(reinterpret_cast<const char*>(file.data()), file.size()) == "GEXECNUL" && dict.size() == 0) return 0;
+    property_failed("a file shorter than its header loads");
+  }
 
   std::vector<std::byte> saved;
   try {
