@@ -9,6 +9,9 @@
 //                                           CALLGRIND_START/STOP_INSTRUMENTATION)
 //   gexec_bench_load_graph --callgrind-stream N   (the streaming baseline, bracketed alike)
 //   gexec_bench_load_graph --callgrind-parse N    (parse_graph alone, in parse_only(), bracketed alike)
+//   gexec_bench_load_graph --callgrind-times K N  (K creations and one run, bracketed alike: the
+//                                                  difference of K = 3 and 1 is two creations
+//                                                  without what the first one sets up once)
 //
 // Under valgrind, either of these counts creation only (callgrind.sh runs the first):
 //   valgrind --tool=callgrind --instr-atstart=no gexec_bench_load_graph --callgrind 10000
@@ -200,6 +203,23 @@ int main(int argc, char** argv) {
     auto ex = create_executor(text, lib);
     CALLGRIND_STOP_INSTRUMENTATION;
     std::printf("%d nodes, %zu bytes of JSON, %d outputs\n", n, text.size(), ex.get_num_outputs());
+    return 0;
+  }
+  if (argc == 4 && std::string_view(argv[1]) == "--callgrind-times") {  // K creations, one after another, each run once
+    const int k = std::atoi(argv[2]), n = std::atoi(argv[3]);
+    const std::string text = chain_json(n);
+    CALLGRIND_START_INSTRUMENTATION;
+    for (int i = 0; i < k; ++i) {
+      auto ex = create_executor(text, lib);
+      if (i != 0) continue;
+      for (const gexec::tensor_info& in : ex.get_input_info()) {
+        gexec::ndarray zeros = gexec::ndarray::empty(in.shape, in.dtype);
+        std::memset(zeros.data(), 0, static_cast<std::size_t>(zeros.byte_size()));
+        ex.set_input(in.name, zeros);
+      }
+      ex.run();
+    }
+    CALLGRIND_STOP_INSTRUMENTATION;
     return 0;
   }
   if (argc == 3 && std::string_view(argv[1]) == "--callgrind-stream") {  // the baseline, counted the same way
