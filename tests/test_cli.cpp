@@ -525,7 +525,9 @@ TEST_CASE("--convert-params: TVM's blob to .safetensors and back bit for bit; --
   CHECK(has(al, "every tensor's data 64-byte aligned"));
   const gexec::param_dict original = gexec::load_param_dict_file(params_file);
   const gexec::param_dict mapped = gexec::load_param_dict_file(aligned, gexec::load_mode::mmap);
-  for (const auto& [name, value] : original) {
+  for (const auto& item : original) {
+    const std::string& name = item.first;
+    const gexec::ndarray& value = item.second;
     CAPTURE(name);
     REQUIRE(mapped.contains(name));
     CHECK(mapped.is_mapped(mapped.at(name)));

@@ -1050,7 +1050,9 @@ TEST_CASE("the Boost-free metadata reader writes what the document reader writes
       {"", false},
       {"   ", false},
   };
-  for (const auto& [text, alike] : values) {
+  for (const auto& value : values) {
+    const std::string& text = value.first;
+    const bool alike = value.second;
     CAPTURE(text);
     std::string boost_out, plain_out;
     std::size_t boost_used = 0, plain_used = 0;

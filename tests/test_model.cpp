@@ -624,7 +624,9 @@ TEST_CASE("a single-file library written aligned has its weights read in the lib
   CHECK(tvm.weights().copied > 0);  // TVM's layout: misaligned
   CHECK(tvm.weights().why_copied.find("not 64-byte aligned in the library") != std::string::npos);
   const gexec::factory f = gexec::load_factory(GEXEC_TEST_FACTORY_ALIGNED);
-  for (const auto& [name, value] : f.params()) {
+  for (const auto& item : f.params()) {
+    const std::string& name = item.first;
+    const gexec::ndarray& value = item.second;
     CAPTURE(name);
     CHECK(mapping_of(aligned.param(name).data()).path == std::filesystem::canonical(GEXEC_TEST_FACTORY_ALIGNED).string());
     CHECK(aligned.param(name).data() == value.data());  // one library, one copy: its own pages
