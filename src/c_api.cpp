@@ -481,6 +481,108 @@ gexec_status* c_executor_load_params_file(gexec_executor* h, const char* path) n
   return current_status();
 }
 
+// ---- DLPack 1.x at the border ------------------------------------------------------
+
+// DLPack 1.x's type codes where they differ from TVM's (which gexec keeps inside).
+constexpr std::uint8_t dlpack1_bool = 6, dlpack1_float8_e4m3fn = 10, dlpack1_float8_e5m2 = 12;
+
+/// A DLPack 1.x dtype as gexec (TVM v0.19) names it.
+DLDataType from_dlpack1(DLDataType t) {
+  auto eight_bits = [&](const char* what) {
+    if (t.bits != 8)
+      throw gexec::error(errc::invalid_dtype, std::string("DLPack ") + what + " of " + std::to_string(t.bits) + " bits (it is 8 bits an element)");
+  };
+  switch (t.code) {
+    case dlpack1_bool: eight_bits("bool"); return {kDLUInt, 1, t.lanes};  // TVM's bool: uint1, a byte an element
+    case dlpack1_float8_e4m3fn: eight_bits("float8_e4m3fn"); return {gexec::tvm_float8_e4m3_code, 8, t.lanes};
+    case dlpack1_float8_e5m2: eight_bits("float8_e5m2"); return {gexec::tvm_float8_e5m2_code, 8, t.lanes};
+    default:
+      if (t.code > kDLComplex)
+        throw gexec::error(errc::unsupported, "DLPack type code " + std::to_string(t.code) +
+                                                  ": a float8 (other than e4m3fn and e5m2), float6 or float4 type TVM v0.19 has no dtype for");
+      return t;
+  }
+}
+/// A gexec dtype as DLPack 1.x names it.
+DLDataType to_dlpack1(DLDataType t) {
+  if (t.code == kDLUInt && t.bits == 1) return {dlpack1_bool, 8, t.lanes};
+  if (t.code == gexec::tvm_float8_e4m3_code && t.bits == 8) return {dlpack1_float8_e4m3fn, 8, t.lanes};
+  if (t.code == gexec::tvm_float8_e5m2_code && t.bits == 8) return {dlpack1_float8_e5m2, 8, t.lanes};
+  return t;
+}
+
+/// A managed tensor gexec hands out: the struct, the shape it points to, and the ndarray
+/// that keeps the memory alive, freed together by the deleter.
+struct exported_tensor {
+  gexec_dlpack_tensor t{};
+  std::vector<std::int64_t> shape;
+  gexec::ndarray keep;
+};
+
+gexec_dlpack_tensor* export_dlpack1(gexec::ndarray a, std::uint64_t flags) {
+  auto* e = new exported_tensor;
+  e->shape.assign(a.shape().begin(), a.shape().end());
+  e->keep = std::move(a);
+  e->t.version = {1, 1};
+  e->t.manager_ctx = e;
+  e->t.deleter = [](gexec_dlpack_tensor* self) { delete static_cast<exported_tensor*>(self->manager_ctx); };
+  e->t.flags = flags;
+  e->t.dl_tensor = e->keep.dltensor();
+  e->t.dl_tensor.dtype = to_dlpack1(e->t.dl_tensor.dtype);
+  e->t.dl_tensor.shape = e->shape.data();
+  e->t.dl_tensor.strides = nullptr;  // compact
+  return &e->t;
+}
+
+gexec_status* c_executor_set_input_dlpack(gexec_executor* h, int index, gexec_dlpack_tensor* tensor, int zero_copy) noexcept {
+  // Taken in every case: released once, here or by the executor.
+  struct releaser {
+    gexec_dlpack_tensor* t;
+    void operator()(const void*) const noexcept {
+      if (t && t->deleter) t->deleter(t);
+    }
+  };
+  std::shared_ptr<const void> owner;
+  try {
+    owner = std::shared_ptr<const void>(tensor, releaser{tensor});
+  } catch (...) {
+    return current_status();  // the shared_ptr's constructor has called the releaser
+  }
+  GEXEC_C_CHECK(h, "executor");
+  GEXEC_C_NOT_NULL(tensor);
+  try {
+    if (tensor->version.major != 1)
+      return make_status(errc::unsupported, "gexec: unsupported: executor_set_input_dlpack: DLPack " + std::to_string(tensor->version.major) + "." +
+                                                std::to_string(tensor->version.minor) + " (gexec reads DLPack 1.x)");
+    DLTensor t = tensor->dl_tensor;
+    t.dtype = from_dlpack1(t.dtype);
+    if (zero_copy) h->impl->ex.set_input_zero_copy(index, gexec::ndarray::view(t, std::move(owner)));
+    else h->impl->ex.set_input(index, gexec::ndarray::view(t, nullptr));
+    return nullptr;
+  } catch (...) {
+    return current_status();
+  }
+}
+
+gexec_status* c_executor_get_output_dlpack(gexec_executor* h, int index, int copied, gexec_dlpack_tensor** out) noexcept try {
+  GEXEC_C_CHECK(h, "executor");
+  GEXEC_C_NOT_NULL(out);
+  *out = nullptr;
+  GEXEC_C_INDEX(index, h->impl->outputs, "output");
+  if (!copied) {
+    *out = export_dlpack1(h->impl->ex.get_output(index), GEXEC_DLPACK_FLAG_READ_ONLY);
+    return nullptr;
+  }
+  const model_impl& m = *h->impl->model;
+  const auto i = static_cast<std::size_t>(index);
+  gexec::ndarray copy = gexec::ndarray::empty(m.output_shapes[i], m.output_dtypes[i], gexec::cpu());
+  h->impl->ex.copy_output_to(index, copy);
+  *out = export_dlpack1(std::move(copy), GEXEC_DLPACK_FLAG_IS_COPIED);
+  return nullptr;
+} catch (...) {
+  return current_status();
+}
+
 constexpr gexec_api api_table = {
     c_status_code,
     c_status_message,
@@ -510,6 +612,9 @@ constexpr gexec_api api_table = {
     c_executor_load_params_file,
     // version 2
     c_model_param_bytes,
+    // version 3
+    c_executor_set_input_dlpack,
+    c_executor_get_output_dlpack,
 };
 
 const gexec_api* get_api(uint32_t version) noexcept { return version >= 1 && version <= GEXEC_C_API_VERSION ? &api_table : nullptr; }

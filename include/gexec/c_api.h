@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 /** The version of the table this header describes. */
-#define GEXEC_C_API_VERSION 2
+#define GEXEC_C_API_VERSION 3
 
 /** gexec::errc's values, and one for failures that are not gexec's own. */
 typedef enum gexec_errc {
@@ -72,6 +72,32 @@ typedef enum gexec_errc {
   GEXEC_ERRC_DEVICE_ERROR = 20,
   GEXEC_ERRC_UNKNOWN = 1000 /**< an exception that is not a gexec::error */
 } gexec_errc;
+
+/** DLPack 1.x's managed tensor, as version 3's functions exchange it: its version, the
+ *  owner's context, the deleter (called once by whoever holds the tensor when done; it
+ *  frees the struct too), flags and the DLTensor. With a DLPack >= 1.0 header this is
+ *  its DLManagedTensorVersioned; with an older one (Debian 12 ships 0.6) gexec declares
+ *  the same layout. Type codes are DLPack 1.x's: bool is code 6 (8 bits), TVM's float8
+ *  e4m3 and e5m2 (its codes 6 and 7) cross as float8_e4m3fn (10) and float8_e5m2 (12). */
+#if defined(DLPACK_MAJOR_VERSION) && DLPACK_MAJOR_VERSION >= 1
+typedef DLManagedTensorVersioned gexec_dlpack_tensor;
+#else
+typedef struct gexec_dlpack_version {
+  uint32_t major;
+  uint32_t minor;
+} gexec_dlpack_version;
+typedef struct gexec_dlpack_tensor {
+  gexec_dlpack_version version;
+  void* manager_ctx;
+  void (*deleter)(struct gexec_dlpack_tensor* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} gexec_dlpack_tensor;
+#endif
+/** DLPack 1.x's flags: the consumer must not write the data; the data is a copy the
+ *  consumer alone holds. */
+#define GEXEC_DLPACK_FLAG_READ_ONLY ((uint64_t)1 << 0)
+#define GEXEC_DLPACK_FLAG_IS_COPIED ((uint64_t)1 << 1)
 
 typedef struct gexec_status gexec_status;
 typedef struct gexec_runtime gexec_runtime;
@@ -153,6 +179,23 @@ typedef struct gexec_api {
 
   /** Bytes of parameters the model holds, once for all its executors. Thread-safe. */
   gexec_status* (*model_param_bytes)(const gexec_model* model, uint64_t* out);
+
+  /* ---- version 3: DLPack 1.x (gexec_dlpack_tensor) at the border ---- */
+
+  /** Sets input index from a managed tensor, which gexec takes in every case, failure
+   *  included: its deleter is called exactly once, by gexec. zero_copy 0: the data is
+   *  copied and the tensor released before return. zero_copy 1: the executor reads the
+   *  tensor's memory in place (as executor_set_input_zero_copy) and releases it when it
+   *  stops (another set_input of that index, or the executor's release); a READ_ONLY
+   *  tensor is accepted, as gexec never writes an input. Codes as DLPack 1.x names them;
+   *  float8 types TVM has no code for (e3m4, e4m3, ...fnuz, e8m0) and sub-byte floats are
+   *  GEXEC_ERRC_UNSUPPORTED. */
+  gexec_status* (*executor_set_input_dlpack)(gexec_executor* executor, int index, gexec_dlpack_tensor* tensor, int zero_copy);
+  /** Output index as a managed tensor the caller owns (call its deleter): copied = 0, a
+   *  view of the executor's memory, READ_ONLY, whose bytes the next run changes (the
+   *  memory itself stays valid until the deleter, even after the executor's release);
+   *  copied = 1, a host copy of its own, IS_COPIED. */
+  gexec_status* (*executor_get_output_dlpack)(gexec_executor* executor, int index, int copied, gexec_dlpack_tensor** out);
 } gexec_api;
 
 typedef struct gexec_api_base {

@@ -84,6 +84,84 @@ static DLTensor host_tensor(void* data, int64_t* shape, int ndim, uint8_t code, 
   return t;
 }
 
+/* ---- DLPack 1.x: managed tensors made by the caller, counting their releases ---- */
+
+static int released = 0;
+
+typedef struct {
+  gexec_dlpack_tensor t;
+  int64_t shape[2];
+  float data[16] __attribute__((aligned(64)));
+} caller_tensor;
+
+static void caller_deleter(gexec_dlpack_tensor* self) {
+  ++released;
+  free(self->manager_ctx);
+}
+
+/* x of the MLP as a managed tensor of DLPack `major`.1 with type `code`. */
+static gexec_dlpack_tensor* managed_x(uint32_t major, uint8_t code) {
+  caller_tensor* c = aligned_alloc(64, sizeof(caller_tensor));
+  memset(c, 0, sizeof *c);
+  c->t.version.major = major;
+  c->t.version.minor = 1;
+  c->t.manager_ctx = c;
+  c->t.deleter = caller_deleter;
+  c->shape[0] = 1, c->shape[1] = 4;
+  c->data[0] = 0.5f, c->data[1] = -1.0f, c->data[2] = 2.0f, c->data[3] = 0.25f;
+  c->t.dl_tensor = host_tensor(c->data, c->shape, 2, code, code == 6 ? 8 : 32);
+  return &c->t;
+}
+
+static void dlpack_border(gexec_model* model) {
+  printf("DLPack 1.x:\n");
+  gexec_executor* ex = NULL;
+  OK(api->executor_create(model, &ex));
+  /* A copy: released before the call returns. */
+  released = 0;
+  OK(api->executor_set_input_dlpack(ex, 0, managed_x(1, kDLFloat), 0));
+  CHECK(released == 1);
+  OK(api->executor_run(ex));
+  gexec_dlpack_tensor* view = NULL;
+  gexec_dlpack_tensor* copy = NULL;
+  OK(api->executor_get_output_dlpack(ex, 0, 0, &view));
+  OK(api->executor_get_output_dlpack(ex, 0, 1, &copy));
+  CHECK(view->version.major == 1 && view->flags == GEXEC_DLPACK_FLAG_READ_ONLY);
+  CHECK(copy->version.major == 1 && copy->flags == GEXEC_DLPACK_FLAG_IS_COPIED);
+  CHECK(view->dl_tensor.ndim == 2 && view->dl_tensor.shape[1] == 3 && view->dl_tensor.dtype.code == kDLFloat);
+  CHECK(copy->dl_tensor.data != view->dl_tensor.data);
+  /* Zero copy: held until the executor lets it go. */
+  released = 0;
+  OK(api->executor_set_input_dlpack(ex, 0, managed_x(1, kDLFloat), 1));
+  CHECK(released == 0);
+  OK(api->executor_run(ex));
+  OK(api->executor_set_input_dlpack(ex, 0, managed_x(1, kDLFloat), 1)); /* the first one goes */
+  CHECK(released == 1);
+  /* Errors release the tensor too, and say what is wrong. */
+  released = 0;
+  EXPECT_ERROR(api->executor_set_input_dlpack(ex, 0, managed_x(2, kDLFloat), 0), GEXEC_ERRC_UNSUPPORTED, "DLPack 2.1");
+  EXPECT_ERROR(api->executor_set_input_dlpack(ex, 0, managed_x(1, 7), 0), GEXEC_ERRC_UNSUPPORTED, "DLPack type code 7");
+  /* DLPack's bool (code 6) enters as bool, never as TVM's float8 e4m3 (its code 6). */
+  EXPECT_ERROR(api->executor_set_input_dlpack(ex, 0, managed_x(1, 6), 0), GEXEC_ERRC_DTYPE_MISMATCH, "bool");
+  EXPECT_ERROR(api->executor_set_input_dlpack(NULL, 0, managed_x(1, kDLFloat), 0), GEXEC_ERRC_INVALID_ARGUMENT, "executor is NULL");
+  gexec_dlpack_tensor* none = view;
+  EXPECT_ERROR(api->executor_get_output_dlpack(ex, 3, 0, &none), GEXEC_ERRC_INVALID_ARGUMENT, "output index 3");
+  CHECK(none == NULL);
+  CHECK(released == 4);
+  released = 0;
+  OK(api->executor_release(ex)); /* and with it the zero-copy input */
+  CHECK(released == 1);
+  /* The view's memory outlives the executor; both hold the MLP's outputs. */
+  const float* v = (const float*)view->dl_tensor.data;
+  const float* c = (const float*)copy->dl_tensor.data;
+  for (int i = 0; i < 3; ++i) {
+    CHECK(fabsf(v[i] - expected[i]) < 2e-6f);
+    CHECK(c[i] == v[i]);
+  }
+  view->deleter(view);
+  copy->deleter(copy);
+}
+
 /* Runs the model once on x and checks both outputs paths (view and copy). */
 static void run_and_check(gexec_model* model, int zero_copy) {
   gexec_executor* ex = NULL;
@@ -195,6 +273,8 @@ int main(void) {
   OK(api->model_load_memory(NULL, graph, graph_len, params, params_len, lib_path, &with_params));
   run_and_check(with_params, 0);
   OK(api->model_release(with_params));
+
+  dlpack_border(model);
 
   /* ---- errors ---- */
   printf("errors:\n");
