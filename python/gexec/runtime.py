@@ -7,7 +7,7 @@ import os
 
 from . import _gexec, container
 from ._device import Device, cpu, cuda, device, to_devices  # noqa: F401 (re-exported as in tvm.runtime)
-from ._errors import FileNotFound, NotFoundError, UnsupportedError
+from ._errors import FileNotFound, NotFoundError
 from .container import ShapeTuple, String
 from .nd import NDArray, _as_input, array
 
@@ -86,16 +86,16 @@ class Module:
     def get_function(self, name, query_imports=False):
         """The function ``name``: for a single-file library, the module name ("default"),
         "debug_create" ("default", dev: an executor for debug_executor.GraphModuleDebug),
-        "get_graph_json" and "get_graph_params". Kernels themselves run through a graph;
-        calling one from Python is not supported."""
+        "get_graph_json" and "get_graph_params"; otherwise the kernel of that name, a
+        PackedFunc called as TVM's are (``lib["add"](a, b, c)`` with NDArrays, numbers or
+        strings; host tensors)."""
         if not isinstance(name, str):
             raise TypeError("function name must be a str, not %s" % type(name).__name__)
         f = self._factory_function(name)
         if f is not None:
             return f
         if self._lib.has_function(name):
-            raise UnsupportedError("%s: calling kernel %r from Python is not supported; run it through a graph"
-                                   % (self._lib.path, name), "unsupported")
+            return PackedFunc(self._lib, name)
         raise AttributeError("Module has no function '%s'" % name)
 
     def __getitem__(self, name):
@@ -103,6 +103,23 @@ class Module:
 
     def __repr__(self):
         return "Module(%s, %s)" % (self.type_key, self._lib.path)
+
+
+class PackedFunc:
+    """A kernel of a loaded library, called from Python as tvm.runtime.PackedFunc:
+    NDArray arguments pass as DLTensor (the kernel reads and writes their memory), bool
+    and int as int64, float as double, None as null, str as a string. A failure raises
+    gexec.Error with the kernel's message; an int or float the kernel returns is returned."""
+
+    def __init__(self, lib, name):
+        self._lib = lib
+        self.name = name
+
+    def __call__(self, *args):
+        return self._lib.call(self.name, *args)
+
+    def __repr__(self):
+        return "PackedFunc(%s)" % self.name
 
 
 def load_module(path, fmt="", *, zero_unset_inputs=True):

@@ -327,6 +327,59 @@ std::string checked_policy(std::optional<std::string> policy) {
   return *policy;
 }
 
+/// Calls kernel `name` of `lib` from Python, as TVM's PackedFunc does (lib["add"](a, b, c)):
+/// NDArrays pass as DLTensor*, bool and int as int64, float as double, None as null, str
+/// as a string; anything else is a TypeError naming the argument. A kernel's failure is a
+/// gexec error with the message it set; an int or float it returns is returned.
+nb::object call_kernel(const gexec::module& lib, const std::string& name, nb::args args) {
+  std::string why;
+  const gexec::packed_function f = lib.get_function(name, &why);
+  if (!f) throw gexec::error(gexec::errc::symbol_not_found, lib.path().string() + " has no function \"" + name + "\"" + (why.empty() ? "" : ": " + why));
+  const std::size_t n = args.size();
+  std::vector<TVMValue> values(n);
+  std::vector<int> codes(n);
+  std::vector<std::string> strings;
+  strings.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    nb::handle a = args[i];
+    if (nb::isinstance<gexec::ndarray>(a)) {
+      values[i].v_handle = const_cast<DLTensor*>(&nb::cast<gexec::ndarray&>(a).dltensor());
+      codes[i] = gexec::tc_dltensor;
+    } else if (nb::isinstance<nb::bool_>(a) || nb::isinstance<nb::int_>(a)) {
+      values[i].v_int64 = nb::cast<std::int64_t>(a);
+      codes[i] = gexec::tc_int;
+    } else if (nb::isinstance<nb::float_>(a)) {
+      values[i].v_float64 = nb::cast<double>(a);
+      codes[i] = gexec::tc_float;
+    } else if (a.is_none()) {
+      values[i].v_handle = nullptr;
+      codes[i] = gexec::tc_null;
+    } else if (nb::isinstance<nb::str>(a)) {
+      strings.push_back(nb::cast<std::string>(a));
+      values[i].v_str = strings.back().c_str();
+      codes[i] = gexec::tc_str;
+    } else {
+      throw nb::type_error(("kernel \"" + name + "\": argument " + std::to_string(i) + " is a " +
+                            nb::cast<std::string>(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(a.ptr()))).attr("__name__")) +
+                            "; pass NDArrays (gexec.nd.array), numbers or strings")
+                               .c_str());
+    }
+  }
+  TVMValue ret{};
+  int ret_code = gexec::tc_null;
+  int rc = 0;
+  {
+    gil_released unlocked;
+    rc = f.fn(values.data(), codes.data(), static_cast<int>(n), &ret, &ret_code, f.resource_handle);
+  }
+  if (rc != 0) throw gexec::error(gexec::errc::kernel_failed, "kernel \"" + name + "\" failed: " + gexec::detail::take_last_error());
+  switch (ret_code) {
+    case gexec::tc_int: return nb::int_(ret.v_int64);
+    case gexec::tc_float: return nb::float_(ret.v_float64);
+    default: return nb::none();
+  }
+}
+
 struct library_box {
   gexec::module lib;
   std::optional<gexec::factory> fac;  // when the library embeds a graph (export_library's single file)
@@ -670,6 +723,7 @@ NB_MODULE(_gexec, m) {
       .def_prop_ro("is_factory", [](const library_box& b) { return b.fac.has_value(); })
       .def_prop_ro("path", [](const library_box& b) { return b.lib.path().string(); })
       .def("has_function", [](const library_box& b, std::string_view name) { return static_cast<bool>(b.lib.get_function(name)); })
+      .def("call", [](const library_box& b, const std::string& name, nb::args args) { return call_kernel(b.lib, name, args); })
       .def("module_name", [](const library_box& b) { return b.fac ? b.fac->module_name() : std::string(); })
       .def("graph_json", [](const library_box& b) { return b.fac ? b.fac->graph_json() : std::string(); })
       .def("graph_params", [](const library_box& b) { return b.fac ? param_dict_to_python(b.fac->params()) : nb::dict(); })

@@ -197,8 +197,6 @@ def test_load_module(lib, kernels_lib, tmp_path):
     assert e.value.code == "invalid_module"
     with pytest.raises(AttributeError):
         lib.get_function("no_such_function")
-    with pytest.raises(gexec.UnsupportedError):
-        lib["test_add_one"]
     with pytest.raises(ValueError):
         gexec.runtime.load_module(tmp_path / "missing.so")
     bad = tmp_path / "bad.so"
@@ -208,6 +206,29 @@ def test_load_module(lib, kernels_lib, tmp_path):
     assert e.value.code in ("io", "invalid_module")
     with pytest.raises(ValueError):
         gexec.runtime.load_module(kernels_lib, fmt="tar")
+
+
+def test_kernels_called_from_python(lib):
+    # As TVM's PackedFunc: lib["name"](NDArrays...), the kernel writing its output in place.
+    add_one = lib["test_add_one"]
+    assert "test_add_one" in repr(add_one)
+    x = gexec.nd.array(np.array([1.5, -2.0, 0.25, 7.0], dtype="float32"))
+    y = gexec.nd.empty((4,), "float32")
+    assert add_one(x, y) is None
+    assert np.array_equal(y.numpy(), np.array([2.5, -1.0, 1.25, 8.0], dtype="float32"))
+    a = gexec.nd.array(np.arange(4, dtype="float32"))
+    out = gexec.nd.empty((4,), "float32")
+    lib.get_function("test_add")(x, a, out)
+    assert np.array_equal(out.numpy(), x.numpy() + a.numpy())
+    # The kernel's own checks come back as errors with its message.
+    with pytest.raises(gexec.Error) as e:
+        add_one(x, gexec.nd.empty((5,), "float32"))
+    assert e.value.code == "kernel_failed" and "test_add_one" in str(e.value)
+    with pytest.raises(gexec.Error):
+        add_one(x)
+    # What the packed ABI cannot pass is a TypeError naming the argument.
+    with pytest.raises(TypeError, match="argument 1 is a list"):
+        add_one(x, [1.0, 2.0])
 
 
 # ---- create and GraphModule -----------------------------------------------------------
