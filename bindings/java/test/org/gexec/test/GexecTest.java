@@ -73,6 +73,82 @@ public final class GexecTest {
     }
   }
 
+  /** A float32 tensor of a TVM parameter blob. */
+  private static final class BlobTensor {
+    final long[] shape;
+    final float[] data;
+    BlobTensor(long[] shape, float[] data) {
+      this.shape = shape;
+      this.data = data;
+    }
+  }
+
+  /** The float32 tensors of a TVM parameter blob by name, as save_param_dict writes them. */
+  private static java.util.Map<String, BlobTensor> readBlob(java.nio.file.Path path) throws java.io.IOException {
+    ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(path)).order(ByteOrder.LITTLE_ENDIAN);
+    if (b.getLong() != 0xF7E58D4F05049CB7L) throw new IllegalStateException(path + ": not a TVM parameter blob");
+    b.getLong();  // reserved
+    String[] names = new String[(int) b.getLong()];
+    for (int i = 0; i < names.length; ++i) {
+      byte[] name = new byte[(int) b.getLong()];
+      b.get(name);
+      names[i] = new String(name, java.nio.charset.StandardCharsets.UTF_8);
+    }
+    if (b.getLong() != names.length) throw new IllegalStateException(path + ": names and tensors differ in number");
+    java.util.Map<String, BlobTensor> out = new java.util.LinkedHashMap<>();
+    for (String name : names) {
+      if (b.getLong() != 0xDD5E40F096B4A13FL) throw new IllegalStateException(path + ": tensor \"" + name + "\": bad magic");
+      b.getLong();  // reserved
+      b.getLong();  // device
+      int ndim = b.getInt();
+      int code = b.get(), bits = b.get() & 0xff;
+      b.getShort();  // lanes
+      long[] shape = new long[ndim];
+      for (int i = 0; i < ndim; ++i) shape[i] = b.getLong();
+      int bytes = (int) b.getLong();
+      if (code != 2 || bits != 32) throw new IllegalStateException(path + ": tensor \"" + name + "\" is not float32");
+      float[] data = new float[bytes / 4];
+      b.asFloatBuffer().get(data);
+      b.position(b.position() + bytes);
+      out.put(name, new BlobTensor(shape, data));
+    }
+    return out;
+  }
+
+  /** TVM-compiled conformance models (GEXEC_CONFORMANCE_DIR: model.so, TVM's inputs.bin
+   *  and outputs.bin per model), outputs compared with TVM's bit for bit. */
+  private static void conformance() throws java.io.IOException {
+    String dir = System.getenv("GEXEC_CONFORMANCE_DIR");
+    if (dir == null || dir.isEmpty()) {
+      System.out.println("conformance models: SKIPPED (GEXEC_CONFORMANCE_DIR is not set; the test command sets it)");
+      return;
+    }
+    int compared = 0;
+    for (String model : new String[] {"mlp", "resnet", "mobilenet"}) {
+      java.nio.file.Path d = Paths.get(dir, model);
+      if (!Files.exists(d.resolve("outputs.bin"))) {
+        System.out.println(model + ": no TVM-compiled files in " + d + ", left out");
+        continue;
+      }
+      try (Model m = Model.loadLibrary(null, d.resolve("model.so").toString()); Executor ex = m.newExecutor()) {
+        for (java.util.Map.Entry<String, BlobTensor> in : readBlob(d.resolve("inputs.bin")).entrySet())
+          ex.setInput(ex.inputIndex(in.getKey()), in.getValue().data, in.getValue().shape);
+        ex.run();
+        java.util.Map<String, BlobTensor> expected = readBlob(d.resolve("outputs.bin"));
+        for (java.util.Map.Entry<String, BlobTensor> out : expected.entrySet()) {
+          int i = Integer.parseInt(out.getKey());
+          float[] got = ex.outputAsFloats(i), want = out.getValue().data;
+          boolean same = got.length == want.length;
+          for (int k = 0; same && k < got.length; ++k) same = Float.floatToRawIntBits(got[k]) == Float.floatToRawIntBits(want[k]);
+          check(same, model + " output " + i + " bit for bit as TVM's");
+        }
+        System.out.println(model + ": " + expected.size() + " output(s) compared with TVM's");
+        ++compared;
+      }
+    }
+    System.out.println(compared + " TVM-compiled model(s) compared");
+  }
+
   public static void main(String[] args) throws Exception {
     if (args.length != 2) {
       System.err.println("usage: GexecTest <source dir> <kernel library>");
@@ -259,6 +335,8 @@ public final class GexecTest {
     closed.close();
     expectThrows(IllegalStateException.class, "loading through a closed runtime",
                  () -> Model.loadFiles(closed, graph, kernels, params));
+
+    conformance();
 
     if (failures != 0) {
       System.err.println(failures + " check(s) failed");
