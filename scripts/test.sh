@@ -191,7 +191,7 @@ bench_stage() {
   local tvm_python=()  # TVM's own executor beside gexec's threads, where make_models.sh made its venv
   [ -x "$build/conformance/venv/bin/python" ] && tvm_python=(--tvm-python "$build/conformance/venv/bin/python")
   "$b/gexec_bench_dispatch" "${tvm_ffi[@]}"
-  "$b/gexec_bench_c_api"
+  bash benchmarks/c_api/bindings.sh "$build"  # C++, the C API, Rust and Java per run(), in turn
   "$b/gexec_bench_thread_pool"
   "$b/gexec_bench_threads" "${tvm_python[@]}" $conformance
   echo "-- the same on one core, with 2 threads asked for:"
