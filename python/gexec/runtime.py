@@ -128,12 +128,48 @@ def load_module(path, fmt="", *, zero_unset_inputs=True):
     ``zero_unset_inputs``: whether executors made by the library's factory
     (``lib["default"](dev)``) run an input no one gave a value as zeros (True, the
     default: TVM runs such a graph) or refuse to run (False). A missing file is
-    FileNotFoundError."""
-    if fmt not in ("", "so"):
-        raise ValueError("load_module: format %r is not supported (shared libraries only)" % fmt)
+    FileNotFoundError.
+
+    A ``.o`` object file or a ``.tar`` of them (``export_library("x.tar")``) is linked into
+    ``<path>.so`` first, as TVM does, with the system's C++ compiler (``$CXX``, else g++):
+    a RuntimeError with the compiler's output where that fails."""
+    if fmt not in ("", "so", "o", "tar"):
+        raise ValueError("load_module: format %r is not supported (a shared library, or .o/.tar to link)" % fmt)
     path = os.fspath(path)
     _require_file(path)
+    if path.endswith((".o", ".tar")) or fmt in ("o", "tar"):
+        path = _link_objects(path)
     return Module(_gexec.Library.load(path), bool(zero_unset_inputs))
+
+
+def _link_objects(path):
+    """``path`` (an object file, or a tar of them) linked into ``path + ".so"``, as TVM's
+    load_module does with tvm.contrib.cc.create_shared."""
+    import shutil
+    import subprocess
+    import tarfile
+    import tempfile
+    out = path + ".so"
+    with tempfile.TemporaryDirectory(prefix="gexec_link_") as tmp:
+        if tarfile.is_tarfile(path):
+            with tarfile.open(path) as tar:
+                members = [m for m in tar.getmembers() if m.isfile() and os.path.basename(m.name) == m.name]
+                if len(members) != len([m for m in tar.getmembers() if not m.isdir()]):
+                    raise ValueError("load_module: %s holds paths or links; TVM's export_library writes plain files" % path)
+                tar.extractall(tmp, members=members)
+            objects = sorted(os.path.join(tmp, m.name) for m in members)
+        else:
+            objects = [path]
+        if not objects:
+            raise ValueError("load_module: %s holds no object files" % path)
+        cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("cc")
+        if not cxx:
+            raise RuntimeError("load_module: linking %s needs a C++ compiler (g++, or $CXX); none was found" % path)
+        cmd = [cxx, "-shared", "-fPIC", "-o", out] + objects
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if done.returncode != 0:
+            raise RuntimeError("load_module: linking %s failed:\n%s\n%s" % (path, " ".join(cmd), done.stdout))
+    return out
 
 
 def _items(params):

@@ -205,7 +205,7 @@ def test_load_module(lib, kernels_lib, tmp_path):
         gexec.runtime.load_module(bad)
     assert e.value.code in ("io", "invalid_module")
     with pytest.raises(ValueError):
-        gexec.runtime.load_module(kernels_lib, fmt="tar")
+        gexec.runtime.load_module(kernels_lib, fmt="zip")
 
 
 def test_kernels_called_from_python(lib):
@@ -229,6 +229,55 @@ def test_kernels_called_from_python(lib):
     # What the packed ABI cannot pass is a TypeError naming the argument.
     with pytest.raises(TypeError, match="argument 1 is a list"):
         add_one(x, [1.0, 2.0])
+
+
+_ADD_ONE_C = r"""
+#include <stdint.h>
+typedef struct { int32_t device_type, device_id; } Dev;
+typedef struct { uint8_t code, bits; uint16_t lanes; } DType;
+typedef struct { void* data; Dev device; int32_t ndim; DType dtype; int64_t* shape; int64_t* strides; uint64_t byte_offset; } Tensor;
+typedef union { int64_t v_int64; double v_float64; void* v_handle; const char* v_str; } Value;
+/* y = x + 1 over float32 vectors, in TVM's packed C ABI */
+__attribute__((visibility("default"))) int tar_add_one(Value* args, int* codes, int n, Value* ret, int* ret_code, void* h) {
+  (void)ret; (void)ret_code; (void)h;
+  if (n != 2 || codes[0] != 7 || codes[1] != 7) return -1;
+  const Tensor* x = (const Tensor*)args[0].v_handle;
+  Tensor* y = (Tensor*)args[1].v_handle;
+  for (int64_t i = 0; i < x->shape[0]; ++i) ((float*)y->data)[i] = ((const float*)x->data)[i] + 1.0f;
+  return 0;
+}
+"""
+
+
+def test_load_module_links_objects_and_tars(tmp_path):
+    # As TVM's load_module: a .o, or a .tar of them (export_library("x.tar")), is linked
+    # into <path>.so with the system's compiler, then loaded.
+    import shutil
+    import subprocess
+    import tarfile
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc or not (shutil.which("g++") or shutil.which("c++")):
+        pytest.skip("no C/C++ compiler to make and link object files")
+    src = tmp_path / "add_one.c"
+    src.write_text(_ADD_ONE_C)
+    obj = tmp_path / "add_one.o"
+    subprocess.run([cc, "-c", "-fPIC", "-O1", "-o", str(obj), str(src)], check=True)
+    with tarfile.open(tmp_path / "lib.tar", "w") as tar:
+        tar.add(obj, arcname="add_one.o")
+    x = gexec.nd.array(np.array([1.0, -2.5, 3.0], dtype="float32"))
+    for path in (tmp_path / "lib.tar", obj):
+        lib = gexec.runtime.load_module(path)
+        assert os.path.exists(str(path) + ".so")
+        y = gexec.nd.empty((3,), "float32")
+        lib["tar_add_one"](x, y)
+        assert np.array_equal(y.numpy(), np.array([2.0, -1.5, 4.0], dtype="float32"))
+    junk = tmp_path / "junk.o"
+    junk.write_bytes(b"not an object file")
+    bad = tmp_path / "bad.tar"
+    with tarfile.open(bad, "w") as tar:
+        tar.add(junk, arcname="junk.o")
+    with pytest.raises(RuntimeError, match="linking"):
+        gexec.runtime.load_module(bad)
 
 
 # ---- create and GraphModule -----------------------------------------------------------
