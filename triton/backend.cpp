@@ -16,6 +16,7 @@
 // its device are bound in place where a request fills a whole run, other inputs copied
 // asynchronously, outputs copied to wherever Triton's buffers are, one wait per batch.
 
+#include <algorithm>
 #include <gexec/contrib/sort.hpp>
 #include <gexec/all_backends.hpp>
 #include <gexec/executor.hpp>
@@ -116,20 +117,24 @@ model_files find_files(const fs::path& dir, const std::string& default_filename)
                                           (found.empty() ? "nothing" : found) + ")");
 }
 
-/// A parameter file's tensors: those 64-byte aligned in the file read where they lie in
-/// its mapping (a file written by `gexec-run --convert-params`: no copy, pages shared with
-/// every process that maps it), the others copied into one anonymous mapping of their
-/// own (each 64-byte aligned, so the model holds them in place). Both are unmapped when
-/// the model lets the last tensor go. Heap copies would be freed into the glibc arenas of
-/// the thread that loaded the model, which malloc_trim does not empty: load/unload cycles
-/// grew the server by the weights.
+/// A parameter file's tensors. A file whose tensors all sit 64-byte aligned (written by
+/// `gexec-run --convert-params`) is read where it lies, in its mapping: no copy, pages
+/// shared with every process that maps it. Any other file is copied whole into one
+/// anonymous mapping of its own (each tensor 64-byte aligned, so the model holds them in
+/// place) and unmapped: a mapping kept for a few aligned tensors would keep the pages the
+/// others were copied from resident too. Both are unmapped when the model lets the last
+/// tensor go. Heap copies would be freed into the glibc arenas of the thread that loaded
+/// the model, which malloc_trim does not empty: load/unload cycles grew the server by the
+/// weights.
 gexec::param_dict load_params_unmapped_on_unload(const fs::path& file) {
-  const gexec::param_dict read = gexec::map_param_dict_file(file);
+  // Views of the mapping wherever the elements are aligned: nothing is read into the heap.
+  const gexec::param_dict read = gexec::load_param_dict_file(file, gexec::load_mode::mmap);
   constexpr std::size_t align = 64;
   auto padded = [](std::uint64_t n) { return static_cast<std::size_t>((n + align - 1) / align * align); };
+  if (std::all_of(read.begin(), read.end(), [&](const auto& item) { return read.is_mapped(item.second) && item.second.is_aligned(align); }))
+    return read;
   std::size_t total = 0;
-  for (const auto& item : read)
-    if (!read.is_mapped(item.second)) total += padded(item.second.byte_size());
+  for (const auto& item : read) total += padded(item.second.byte_size());
   if (total == 0) return read;
   void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) throw gexec::error(gexec::errc::out_of_memory, file.string() + ": cannot map " + megabytes(total) + " for the parameters");
@@ -137,10 +142,6 @@ gexec::param_dict load_params_unmapped_on_unload(const fs::path& file) {
   gexec::param_dict params;
   auto* at = static_cast<std::byte*>(base);
   for (const auto& [name, a] : read) {
-    if (read.is_mapped(a)) {
-      params.set(name, a);
-      continue;
-    }
     const auto bytes = static_cast<std::size_t>(a.byte_size());
     if (bytes) std::memcpy(at, a.data(), bytes);
     DLTensor t = a.dltensor();
