@@ -16,12 +16,12 @@
 // its device are bound in place where a request fills a whole run, other inputs copied
 // asynchronously, outputs copied to wherever Triton's buffers are, one wait per batch.
 
-#include <algorithm>
 #include <gexec/contrib/sort.hpp>
 #include <gexec/all_backends.hpp>
 #include <gexec/executor.hpp>
 #include <gexec/relax.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
