@@ -82,8 +82,14 @@ def test_a_conformance_model_runs_on_safetensors_weights(conformance_dir, tmp_pa
     want = gexec.runtime.load_param_dict_from_file(d / "outputs.bin")["0"].numpy()
     np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-5, atol=1e-6)
     back = tmp_path / "resnet.params"
-    assert gexec_run("--convert-params", weights, back).returncode == 0
+    # back to TVM's blob, byte for byte as TVM wrote it (unpadded: --align-params 0)
+    assert gexec_run("--convert-params", weights, back, "--align-params", "0").returncode == 0
     assert back.read_bytes() == (d / "params.bin").read_bytes()
+    # by default, written aligned: the same tensors, every one 64-byte aligned in the file
+    aligned = tmp_path / "resnet.aligned.params"
+    assert gexec_run("--convert-params", weights, aligned).returncode == 0
+    again = gexec.runtime.load_param_dict_from_file(aligned)
+    assert all(again[k].numpy().tobytes() == ours[k].numpy().tobytes() for k in ours)
 
 
 def test_malformed_files_are_refused_with_the_offset(tmp_path):
