@@ -252,18 +252,7 @@ class json_value_reader : json_cursor {
     for (;; ++path_.back().index) {
       if (!value(depth)) return false;
       if (tree_) ++current(self).size;
-      ws();
-      if (at_end()) return fail(fault::incomplete);
-      if (*p_ == ']') {
-        ++p_;
-        put(']');
-        path_.pop_back();
-        return true;
-      }
-      if (*p_ != ',') return fail(fault::syntax);
-      ++p_;
-      put(',');
-      ws();
+      if (const after next = after_item(']'); next != after::more) return next == after::done;
     }
   }
 
@@ -315,19 +304,33 @@ class json_value_reader : json_cursor {
       ws();
       if (!value(depth, member)) return false;
       if (tree_) ++current(self).size;
-      ws();
-      if (at_end()) return fail(fault::incomplete);
-      if (*p_ == '}') {
-        ++p_;
-        put('}');
-        path_.pop_back();
-        return true;
-      }
-      if (*p_ != ',') return fail(fault::syntax);
-      ++p_;
-      put(',');
-      ws();
+      if (const after next = after_item('}'); next != after::more) return next == after::done;
     }
+  }
+
+  /// After an element or a member: `close` ends the container, ',' goes on to the next;
+  /// anything else is a fault (recorded by fail()).
+  enum class after { done, more, failed };
+  after after_item(char close) {
+    ws();
+    if (at_end()) {
+      (void)fail(fault::incomplete);
+      return after::failed;
+    }
+    if (*p_ == close) {
+      ++p_;
+      put(close);
+      path_.pop_back();
+      return after::done;
+    }
+    if (*p_ != ',') {
+      (void)fail(fault::syntax);
+      return after::failed;
+    }
+    ++p_;
+    put(',');
+    ws();
+    return after::more;
   }
 
   bool string() {
