@@ -6,6 +6,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -50,6 +52,16 @@ inline int usable_cores() {
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+/// A field of /proc/self/status in KiB ("VmHWM:", the peak resident set), or 0.
+inline std::uint64_t status_kib(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::size_t n = std::strlen(key);
+  while (std::getline(in, line))
+    if (line.compare(0, n, key) == 0) return std::stoull(line.substr(n + 1));
+  return 0;
 }
 
 }  // namespace bench

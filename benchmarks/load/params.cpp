@@ -117,15 +117,6 @@ void read_whole(const fs::path& path) {
 
 // ---- peak memory of a single-file model against the split files (fresh processes) ----
 
-std::uint64_t status_kib(const char* key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::size_t n = std::strlen(key);
-  while (std::getline(in, line))
-    if (line.compare(0, n, key) == 0) return std::stoull(line.substr(n + 1));
-  return 0;
-}
-
 // In a child: builds an executor `how`, runs it twice, prints "peak_kib first_ms second_ms".
 int child(const std::string& how, const fs::path& dir) {
   const auto start = std::chrono::steady_clock::now();
@@ -144,7 +135,7 @@ int child(const std::string& how, const fs::path& dir) {
   for (const gexec::tensor_info& t : ex->get_input_info()) ex->set_input(t.name, gexec::ndarray::empty(t.shape, t.dtype));
   const double first = median_ms([&] { ex->run(); }, 1);
   const double second = median_ms([&] { ex->run(); }, 1);
-  std::printf("%llu %.3f %.3f %.3f\n", static_cast<unsigned long long>(status_kib("VmHWM:")), build_ms, first, second);
+  std::printf("%llu %.3f %.3f %.3f\n", static_cast<unsigned long long>(bench::status_kib("VmHWM:")), build_ms, first, second);
   return 0;
 }
 

@@ -80,15 +80,6 @@ const std::int64_t main_start_ns = now_ns();  // set before main() runs, after t
 
 double ms_between(std::int64_t a, std::int64_t b) { return static_cast<double>(b - a) / 1e6; }
 
-std::uint64_t status_kib(const char* key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::size_t n = std::strlen(key);
-  while (std::getline(in, line))
-    if (line.compare(0, n, key) == 0) return std::stoull(line.substr(n + 1));
-  return 0;
-}
-
 using figures = std::map<std::string, double>;
 
 // ---- in a child: one start-up, its steps printed as "key value ..." on one line ----
@@ -239,7 +230,7 @@ int child(const std::string& mode, const fs::path& dir, std::int64_t spawned_ns,
     throw std::runtime_error("unknown mode " + mode);
   }
   if (first_output) f["total"] = ms_between(main_start_ns, first_output);
-  f["hwm_mb"] = static_cast<double>(status_kib("VmHWM:")) * 1024 / 1e6;
+  f["hwm_mb"] = static_cast<double>(bench::status_kib("VmHWM:")) * 1024 / 1e6;
   for (const auto& [k, v] : f) std::printf("%s %.4f ", k.c_str(), v);
   std::printf("\n");
   return 0;
