@@ -838,6 +838,15 @@ TEST_CASE("--threads, --device, --policy and --progress") {
   ::unsetenv("GEXEC_CUDA_DRIVER");
   CHECK(cuda.status == 1);
   CHECK(has(cuda, "no CUDA driver: cannot load /nonexistent/libcuda.so.1"));
+  {  // A graph that places its input on a GPU, run without --device: the error says which option places it.
+    gexec::graph_builder b;
+    b.output(b.input("v", {4}, gexec::dtypes::float32, kDLCUDA));
+    const fs::path file = scratch("device_hint") / "on_gpu.json";
+    std::ofstream(file) << gexec::to_json(b.build());
+    const result no_device = run_cli(" -g " + file.string() + " -l " + GEXEC_TEST_KERNELS + " -i v=1");
+    CHECK(no_device.status == 1);
+    CHECK(has(no_device, "node \"v\" (nodes[0]): output is placed on cuda, but no cuda device was given (--device cuda[:N] runs"));
+  }
   CHECK(has(run_cli(split + " -i x=1 --device tpu"), "unknown device type \"tpu\""));
   CHECK(has(run_cli(split + " -i x=1 --device cpu:x"), "the device id must be a number"));
   CHECK(run_cli(split + " -i x=1 --policy random").status != 0);

@@ -102,7 +102,21 @@ inline DLDevice parse_device(const std::string& text) {
   fail("--device " + text + ": unknown device type \"" + type + "\" (known: cpu, cuda)");
 }
 
+inline loaded load_on_device(const options& o);
+
+/// The model, its executor and the start-up steps. A graph that places entries on a device
+/// the command line did not name is refused by the planner; the message then says which
+/// option gives it.
 inline loaded load(const options& o) {
+  try {
+    return load_on_device(o);
+  } catch (const gexec::error& e) {
+    if (e.code() != gexec::errc::device_mismatch || e.message().find(" device was given") == std::string_view::npos) throw;
+    throw gexec::error(e.code(), std::string(e.message()) + " (--device cuda[:N] runs the graph's device entries on a GPU)");
+  }
+}
+
+inline loaded load_on_device(const options& o) {
   std::shared_ptr<gexec::runtime> rt;
   if (o.threads > 0) rt = gexec::runtime::create({.num_threads = o.threads});
   gexec::contrib::register_sort_functions(rt ? *rt : gexec::runtime::global());
