@@ -68,6 +68,16 @@ stage() {
   echo "==== stage $name: $((SECONDS - start)) s"
 }
 
+timed() {  # timed COMMAND...: runs it and prints its seconds, so that each stage's time can be followed to its steps
+  local start=$SECONDS rc=0 name="$1 ${2:-}" arg
+  for arg in "$@"; do  # named by its program or script, not by the interpreter that runs it
+    case $arg in *gexec_bench_*|*.sh|*.py) name=$(basename "$arg"); break ;; esac
+  done
+  "$@" || rc=$?
+  echo "---- $name: $((SECONDS - start)) s"
+  return $rc
+}
+
 configure() {  # configure DIR CC CXX [cmake args...]
   local dir=$1 cc=$2 cxx=$3
   shift 3
@@ -81,8 +91,8 @@ clang_stage() {
   type=Debug configure "$build-clang" clang clang++ -DGEXEC_BUILD_BENCHMARKS=OFF -DGEXEC_BUILD_EXAMPLES=OFF -DGEXEC_BUILD_FUZZERS=ON \
     -DGEXEC_HEADER_CHECK=OFF "${cuda[@]}" \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
-  cmake --build "$build-clang" -j "$jobs"
-  ctest --test-dir "$build-clang" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail|bindings"
+  timed cmake --build "$build-clang" -j "$jobs"
+  timed ctest --test-dir "$build-clang" --output-on-failure -j "$jobs" -LE "conformance|packaging|compile_fail|bindings"
 }
 
 tsan_stage() {
@@ -111,8 +121,8 @@ clang_release_stage() {
 
 gcc_stage() {
   configure "$build" gcc g++ "${cuda[@]}" -DGEXEC_BUILD_TRITON=ON
-  cmake --build "$build" -j "$jobs"
-  ctest --test-dir "$build" --output-on-failure -j "$jobs"
+  timed cmake --build "$build" -j "$jobs"
+  timed ctest --test-dir "$build" --output-on-failure -j "$jobs"
 }
 
 # The unit tests the arm stage cross-builds and runs under qemu-user: what depends on the
@@ -190,43 +200,43 @@ bench_stage() {
   [ -f "$build/tvm_ffi/manifest.txt" ] && tvm_ffi=(--tvm-ffi-lib "$build/tvm_ffi/kernels.so")
   local tvm_python=()  # TVM's own executor beside gexec's threads, where make_models.sh made its venv
   [ -x "$build/conformance/venv/bin/python" ] && tvm_python=(--tvm-python "$build/conformance/venv/bin/python")
-  "$b/gexec_bench_dispatch" "${tvm_ffi[@]}"
-  bash benchmarks/c_api/bindings.sh "$build"  # C++, the C API, Rust and Java per run(), in turn
-  "$b/gexec_bench_thread_pool"
-  "$b/gexec_bench_threads" "${tvm_python[@]}" $conformance
+  timed "$b/gexec_bench_dispatch" "${tvm_ffi[@]}"
+  timed bash benchmarks/c_api/bindings.sh "$build"  # C++, the C API, Rust and Java per run(), in turn
+  timed "$b/gexec_bench_thread_pool"
+  timed "$b/gexec_bench_threads" "${tvm_python[@]}" $conformance
   echo "-- the same on one core, with 2 threads asked for:"
-  GEXEC_NUM_THREADS=2 taskset -c 0 "$b/gexec_bench_threads" --threads 2 $conformance
-  "$b/gexec_bench_instances" $conformance
-  "$b/gexec_bench_planner" $conformance
-  "$b/gexec_bench_branches"
-  "$b/gexec_bench_load_graph"
-  bash benchmarks/load/callgrind.sh "$build"
-  "$b/gexec_bench_load_params" $conformance
+  GEXEC_NUM_THREADS=2 timed taskset -c 0 "$b/gexec_bench_threads" --threads 2 $conformance
+  timed "$b/gexec_bench_instances" $conformance
+  timed "$b/gexec_bench_planner" $conformance
+  timed "$b/gexec_bench_branches"
+  timed "$b/gexec_bench_load_graph"
+  timed bash benchmarks/load/callgrind.sh "$build"
+  timed "$b/gexec_bench_load_params" $conformance
   local relax=()  # a Relax executable's start-up too, where the gcc stage made the Relax suite
   [ -f "$build/relax/manifest.txt" ] && relax=(--relax "$build/relax")
-  "$b/gexec_bench_startup" $conformance "${tvm_python[@]}" "${relax[@]}"
-  "$b/gexec_bench_safetensors"
+  timed "$b/gexec_bench_startup" $conformance "${tvm_python[@]}" "${relax[@]}"
+  timed "$b/gexec_bench_safetensors"
   if [ -f "$build/relax/manifest.txt" ]; then  # Relax executables against TVM's VM on the same libraries, 1 and 2 threads
-    for t in 1 2; do TVM_NUM_THREADS=$t "$b/gexec_bench_relax" "$build/relax" --tvm-python "$build/tvm_ffi/venv/bin/python"; done
+    for t in 1 2; do TVM_NUM_THREADS=$t timed "$b/gexec_bench_relax" "$build/relax" --tvm-python "$build/tvm_ffi/venv/bin/python"; done
   fi
-  if [ -x "$b/gexec_bench_cuda" ]; then "$b/gexec_bench_cuda"; fi  # a GPU's figures; SKIPPED without one
-  REPEAT=1 bash benchmarks/compile/run.sh  # one compile each here: the figures follow the machine's load anyway
+  if [ -x "$b/gexec_bench_cuda" ]; then timed "$b/gexec_bench_cuda"; fi  # a GPU's figures; SKIPPED without one
+  REPEAT=1 timed bash benchmarks/compile/run.sh  # one compile each here: the figures follow the machine's load anyway
   # A static program with resnet linked in natively, and with mlp for aarch64 where the arm stage made its models.
   local arm_model=$build-aarch64/conformance/mlp
   [ -f "$arm_model/static/kernels.tar" ] || arm_model=""
   if [ -f "$conformance/resnet/static/kernels.tar" ]; then
-    GEXEC_RUN="$build/tools/gexec-run" bash benchmarks/footprint/run.sh "$build/footprint" "$conformance/resnet" $arm_model
+    GEXEC_RUN="$build/tools/gexec-run" timed bash benchmarks/footprint/run.sh "$build/footprint" "$conformance/resnet" $arm_model
   fi
   if [ -x "$build/python/venv/bin/python" ]; then  # the python stage's venv, with the wheel installed
-    "$build/python/venv/bin/python" benchmarks/python/bench_python.py --conformance "$build/conformance" \
+    timed "$build/python/venv/bin/python" benchmarks/python/bench_python.py --conformance "$build/conformance" \
       --kernels "$build/tests/kernels/libgexec_test_kernels.so" --tvm-python "$build/conformance/venv/bin/python"
   fi
   for model in resnet mlp; do  # a model whose run() dominates, and one whose serving does
-    python3 benchmarks/triton/bench_triton.py --env "$build/triton-env" --backend-dir "$build/triton/backends" \
+    timed python3 benchmarks/triton/bench_triton.py --env "$build/triton-env" --backend-dir "$build/triton/backends" \
       --conformance "$build/conformance" --gexec-run "$build/tools/gexec-run" --model "$model"
   done
   if [ -d "$build/tests/cuda" ]; then  # a GPU's serving figures, eager and CUDA Graph; SKIPPED without one
-    python3 benchmarks/triton/bench_triton.py --gpu --cuda-libs "$build/tests/cuda" --env "$build/triton-env" \
+    timed python3 benchmarks/triton/bench_triton.py --gpu --cuda-libs "$build/tests/cuda" --env "$build/triton-env" \
       --backend-dir "$build/triton/backends" --gexec-run "$build/tools/gexec-run"
   fi
 }
