@@ -440,3 +440,22 @@ TEST_CASE("a static straight-line function runs as a gexec graph, with the inter
   CHECK(dynamic.graph_of("main") == nullptr);
   CHECK(dynamic.interpreted_because("main") == "argument \"x\" has no static shape and dtype (no check fixes them)");
 }
+
+TEST_CASE("the kernels the interpreter calls run on the executable's runtime: its thread pool serves their parallel loops") {
+  builder b;
+  const auto fn = b.begin("main", {}, 1);
+  b.call("ffi_pool_tasks", {}, 0);
+  b.ret(0);
+  b.end(fn);
+  const auto tasks_on = [&](int threads) {
+    rx::executable_options options;
+    options.model.runtime = gexec::runtime::create({.num_threads = threads});
+    rx::virtual_machine vm(rx::executable::from(b.parsed(), ffi_kernels(), "pool", options));
+    CHECK(vm.get_executable().interpreted_because("main") != "");
+    const rx::vm_value tasks = vm.invoke("main", {});
+    REQUIRE(tasks.get_if<std::int64_t>() != nullptr);
+    return *tasks.get_if<std::int64_t>();
+  };
+  CHECK(tasks_on(1) == 1);  // a runtime of one thread runs the loop serially, whatever the process default
+  CHECK(tasks_on(4) > 1);   // one of four splits it
+}

@@ -8,7 +8,9 @@
  *                     checking its arguments as TVM's generated code does) and
  *                     __tvm_ffi_ffi_scale (x * s, s a float argument: never in a graph),
  *                     __tvm_ffi_ffi_noop (checks that it got two tensors, does nothing:
- *                     the dispatch benchmark's)
+ *                     the dispatch benchmark's), __tvm_ffi_ffi_pool_tasks (returns the
+ *                     number of tasks TVMBackendParallelLaunch gives a parallel loop that
+ *                     leaves it to the runtime: which thread pool serves the kernel)
  *   GEXEC_FFI_CASE 2  the same kernel with a __tvm_ffi__library_bin carrying a "cuda"
  *                     module: gexec must refuse the device module, clearly
  *   GEXEC_FFI_CASE 3  a kernel importing TVMFFIEnvGetStream, which gexec does not
@@ -33,7 +35,7 @@ typedef struct {
   };
 } TVMFFIAny;
 
-enum { kTVMFFINone = 0, kTVMFFIFloat = 3, kTVMFFIDLTensorPtr = 7 };
+enum { kTVMFFINone = 0, kTVMFFIInt = 1, kTVMFFIFloat = 3, kTVMFFIDLTensorPtr = 7 };
 
 /* From libtvm_ffi in TVM's world; gexec binds it when it loads the library. */
 void TVMFFIErrorSetRaisedFromCStrParts(const char* kind, const char** message_parts, int32_t num_parts);
@@ -82,6 +84,31 @@ FFI_EXPORT int __tvm_ffi_ffi_scale(void* self, const TVMFFIAny* args, int32_t nu
   const DLTensor* y = float_vector(&args[1]);
   if (!x || !y || x->shape[0] != y->shape[0]) return ffi_fail("Invalid argument #0", "expected two float32 vectors of one length");
   for (int64_t i = 0; i < x->shape[0]; ++i) ((float*)y->data)[i] = ((const float*)x->data)[i] * (float)args[2].v_float64;
+  return 0;
+}
+
+/* From the runtime (TVM's c_backend_api.h), as TVM's generated parallel loops call it. */
+typedef struct {
+  void* sync_handle;
+  int32_t num_task;
+} TVMParallelGroupEnv;
+typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
+int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task);
+
+static int record_num_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  if (task_id == 0) *(int32_t*)cdata = penv->num_task;
+  return 0;
+}
+
+FFI_EXPORT int __tvm_ffi_ffi_pool_tasks(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  int32_t tasks = 0;
+  if (TVMBackendParallelLaunch(record_num_task, &tasks, 0) != 0) return ffi_fail("TVMBackendParallelLaunch", "failed");
+  result->type_index = kTVMFFIInt;
+  result->zero_padding = 0;
+  result->v_int64 = tasks;
   return 0;
 }
 

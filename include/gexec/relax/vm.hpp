@@ -34,6 +34,8 @@
 #include "../library/binding.hpp"
 #include "../library/module.hpp"
 #include "../planners/liveness.hpp"
+#include "../runtime.hpp"
+#include "../runtime/run_context.hpp"
 #include "../tvm_ffi/call.hpp"
 #include "../tvm_ffi/library_bin.hpp"
 #include "../tvm_ffi_abi.hpp"
@@ -59,6 +61,8 @@ struct executable_options {
   /// (to_graph.hpp); off, every function is interpreted.
   bool graphs = true;
   /// Options of the graph models (devices are the host's; a planner left empty is liveness).
+  /// Its runtime (the process default where null) also serves the kernels the interpreter
+  /// calls: their thread pool and the functions they find by name.
   model_options model = {};
   /// Weights bound by argument name, once for every virtual machine: the functions of
   /// nn.Module.export_tvm take their parameters as arguments, which callers then no
@@ -84,6 +88,8 @@ class executable {
     s->source = std::move(source);
     s->library = std::move(library);
     s->code = std::move(code);
+    s->rt = options.model.runtime;
+    s->context = s->rt ? s->rt->context() : runtime::global().context();
     const vm_executable& ex = s->code;
     std::vector<std::string> missing;
     for (std::size_t i = 0; i < ex.functions.size(); ++i) {
@@ -208,6 +214,8 @@ class executable {
     std::vector<std::string> interpreted;                       ///< per VM function interpreted: why
     std::vector<std::vector<ndarray>> bound;                    ///< per function, per argument: its weight, where bound
     std::vector<std::vector<std::size_t>> free;                 ///< per function: the arguments callers pass
+    std::shared_ptr<runtime> rt;                                ///< executable_options::model.runtime, kept alive
+    gexec::detail::run_context context;                             ///< what the kernels the interpreter calls run on
   };
 
   std::size_t index_of(std::string_view name) const {
@@ -285,7 +293,7 @@ inline executable load_executable(const std::filesystem::path& path, const std::
 /// One thread's virtual machine over a shared executable.
 class virtual_machine {
  public:
-  explicit virtual_machine(executable exe) : exe_(std::move(exe)) {
+  explicit virtual_machine(executable exe) : exe_(std::move(exe)), context_(exe_.require().context) {
     storage_.resize(exe_.require().code.code.size());
     runners_.resize(exe_.require().code.functions.size());
   }
@@ -652,8 +660,12 @@ class virtual_machine {
     result.type_index = ffi_none;
     result.zero_padding = 0;
     result.v_int64 = 0;
-    if (gexec::detail::call_ffi_kernel(kernel, ffi_args_.data(), static_cast<int>(ffi_args_.size()), &result) != 0)
-      throw error(errc::kernel_failed, at(f, pc) + ": kernel \"" + name + "\" failed: " + gexec::detail::take_last_error());
+    int rc = 0;
+    {  // the kernel's parallel loops and lookups by name go to the executable's runtime
+      const gexec::detail::context_scope scope(&context_);
+      rc = gexec::detail::call_ffi_kernel(kernel, ffi_args_.data(), static_cast<int>(ffi_args_.size()), &result);
+    }
+    if (rc != 0) throw error(errc::kernel_failed, at(f, pc) + ": kernel \"" + name + "\" failed: " + gexec::detail::take_last_error());
     switch (result.type_index) {
       case ffi_none: return {};
       case ffi_int: return result.v_int64;
@@ -672,6 +684,7 @@ class virtual_machine {
   }
 
   executable exe_;
+  gexec::detail::run_context context_;  ///< this machine's copy of the executable's (the hooks take it mutable)
   std::vector<std::shared_ptr<vm_storage>> storage_;  ///< per instruction: what alloc_storage made there
   std::vector<TVMFFIAny> ffi_args_;
   std::vector<stateful_call> stateful_;
