@@ -350,9 +350,6 @@ def test_cuda_graph_executor():
 
 
 def test_multiple_imported_modules(built):
-    pytest.skip("gexec refuses a library whose __tvm_dev_mblob holds imported LLVM modules and no "
-                "GraphExecutorFactory (invalid_module \"holds no GraphExecutorFactory\"): runtime.load_module "
-                "should load such a library as a kernel library")
     # module_main importing module_a and module_b, exported into one library
     module_main = runtime.load_module(built / "imported.so")
     module_main.get_function("func_a", query_imports=True)
