@@ -73,8 +73,6 @@ benchmark_result benchmark(F&& f, benchmark_options opt = {}) {
   constexpr std::int64_t max_number = std::int64_t{1} << 40;
   std::int64_t number = std::clamp<std::int64_t>(opt.number, 1, max_number);
   for (int i = 0; i < opt.repeat; ++i) {
-    if (i > 0 && opt.cooldown_interval_ms > 0 && opt.repeats_to_cooldown > 0 && i % opt.repeats_to_cooldown == 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(opt.cooldown_interval_ms));
     double ms = 0;
     int zero_times = 0;
     bool at_cap = false;
@@ -94,6 +92,10 @@ benchmark_result benchmark(F&& f, benchmark_options opt = {}) {
       if (ms == 0) ++zero_times;
     } while (ms < opt.min_repeat_ms && zero_times < opt.limit_zero_time_iterations && !at_cap);
     r.results.push_back(ms / 1e3 / static_cast<double>(number));
+    // TVM's time evaluator pauses after measurement i when i % repeats_to_cooldown == 0:
+    // after the first, and after the last too (its callers and tests time that).
+    if (opt.cooldown_interval_ms > 0 && opt.repeats_to_cooldown > 0 && i % opt.repeats_to_cooldown == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(opt.cooldown_interval_ms));
   }
   if (calls > 0) r.cpu_mean = (detail::process_cpu_seconds() - cpu_start) / calls;
   r.peak_rss_bytes = detail::peak_rss_bytes();

@@ -28,6 +28,11 @@ class InvalidArgumentError(Error, ValueError):
     """A value of the wrong shape, dtype, device or alignment, or otherwise unusable."""
 
 
+class OutOfRangeError(Error, IndexError):
+    """An index past the end (a node's), where TVM raises its TVMError: both gexec.Error
+    and IndexError."""
+
+
 class UnsupportedError(Error, NotImplementedError):
     """A valid request this build of gexec does not implement."""
 

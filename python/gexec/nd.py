@@ -103,6 +103,17 @@ def array(arr, device=None, mem_scope=None):
     return _gexec._array(arr)
 
 
+def from_dlpack(dltensor):
+    """An NDArray over the memory of ``dltensor`` (an object with __dlpack__, such as a
+    PyTorch tensor or a numpy array, or a DLPack capsule), without a copy, as
+    tvm.nd.from_dlpack: writes through either are seen by the other, and the NDArray keeps
+    the producer's memory alive. The memory must be writable (a read-only numpy array is
+    refused: gexec.nd.array copies it)."""
+    if isinstance(dltensor, np.ndarray) and not dltensor.flags.writeable:
+        raise _invalid("from_dlpack: the numpy array is read-only (gexec.nd.array copies it)")
+    return _gexec._from_dlpack(dltensor)
+
+
 def empty(shape, dtype="float32", device=None, mem_scope=None):
     """A new zero-filled NDArray, as tvm.nd.empty."""
     if mem_scope is not None:

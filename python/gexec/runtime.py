@@ -5,13 +5,15 @@ functions return (runtime.container: String, ShapeTuple)."""
 import errno
 import os
 
+import numpy as np
+
 from . import _gexec, container
 from ._device import Device, cpu, cuda, device, to_devices  # noqa: F401 (re-exported as in tvm.runtime)
 from ._errors import FileNotFound, NotFoundError
 from .container import ShapeTuple, String
 from .nd import NDArray, _as_input, array
 
-__all__ = ["Module", "load_module", "save_param_dict", "load_param_dict", "save_param_dict_to_file",
+__all__ = ["Module", "BenchmarkResult", "load_module", "save_param_dict", "load_param_dict", "save_param_dict_to_file",
            "load_param_dict_from_file", "num_threads", "NDArray", "Device", "device", "cpu", "cuda", "container",
            "String", "ShapeTuple"]
 
@@ -101,8 +103,62 @@ class Module:
     def __getitem__(self, name):
         return self.get_function(name)
 
+    def __call__(self, *args):
+        """Calls the library's entry function (the one its "__tvm_main__" names), as TVM's
+        Module does: ``tvm.build`` of one function, then ``m(a, b)``."""
+        return self.get_function("__tvm_main__")(*args)
+
+    def time_evaluator(self, func_name, dev, number=10, repeat=1, min_repeat_ms=0, limit_zero_time_iterations=100,
+                       cooldown_interval_ms=0, repeats_to_cooldown=1, cache_flush_bytes=0, f_preproc=""):
+        """A function that times ``func_name`` called with the arguments it is given, as
+        TVM's: one warm-up call, then ``repeat`` measurements of ``number`` calls
+        (``number`` grown until one lasts ``min_repeat_ms``), a cooldown of
+        ``cooldown_interval_ms`` after every ``repeats_to_cooldown`` measurements. It
+        returns a BenchmarkResult (seconds per call). ``cache_flush_bytes`` and
+        ``f_preproc`` (cache flushing between calls) are not supported."""
+        if not isinstance(dev, Device):
+            raise TypeError("time_evaluator: dev must be a gexec.Device, not %s" % type(dev).__name__)
+        if cache_flush_bytes or f_preproc:
+            raise ValueError("time_evaluator: cache_flush_bytes and f_preproc are not supported")
+        self.get_function(func_name)  # a missing function fails here, as in TVM
+        opts = (int(repeat), int(number), int(min_repeat_ms), int(limit_zero_time_iterations),
+                int(cooldown_interval_ms), int(repeats_to_cooldown))
+
+        def evaluator(*args):
+            return BenchmarkResult(self._timed_call(func_name, args)(*opts))
+
+        return evaluator
+
+    def _timed_call(self, func_name, args):
+        f = self.get_function(func_name)
+        return lambda *opts: _gexec._benchmark_callable(lambda: f(*args), *opts)
+
     def __repr__(self):
         return "Module(%s, %s)" % (self.type_key, self._lib.path)
+
+
+class BenchmarkResult:
+    """Seconds per call, one figure per repeat, and their statistics, as TVM's
+    tvm.runtime.module.BenchmarkResult (std is the population's)."""
+
+    def __init__(self, results):
+        self.results = tuple(results)
+        a = np.asarray(self.results, dtype=np.float64)
+        self.mean = float(a.mean()) if a.size else 0.0
+        self.median = float(np.median(a)) if a.size else 0.0
+        self.std = float(a.std()) if a.size else 0.0
+        self.min = float(a.min()) if a.size else 0.0
+        self.max = float(a.max()) if a.size else 0.0
+
+    def __str__(self):
+        head = "{:^12} {:^12} {:^12} {:^12} {:^12}".format("mean (ms)", "median (ms)", "max (ms)", "min (ms)", "std (ms)")
+        row = "{:^12.4f} {:^12.4f} {:^12.4f} {:^12.4f} {:^12.4f}".format(
+            self.mean * 1000, self.median * 1000, self.max * 1000, self.min * 1000, self.std * 1000)
+        return "Execution time summary:\n%s\n%s\n" % (head, row)
+
+    def __repr__(self):
+        return "BenchmarkResult(min=%s, mean=%s, median=%s, max=%s, std=%s, results=%s)" % (
+            self.min, self.mean, self.median, self.max, self.std, self.results)
 
 
 class PackedFunc:

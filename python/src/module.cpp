@@ -6,6 +6,7 @@
 #include <gexec/contrib/sort.hpp>
 #include <gexec/debug.hpp>
 #include <gexec/executor.hpp>
+#include <gexec/packed_c/module_blob.hpp>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -380,6 +381,15 @@ nb::object call_kernel(const gexec::module& lib, const std::string& name, nb::ar
   }
 }
 
+// Whether a library's __tvm_dev_mblob holds a graph executor factory (export_library of
+// relay.build's module) and not only the modules a kernel module imports (tvm.build's
+// module with imported modules, exported into one library). Parameters are skipped.
+bool embeds_graph_factory(const gexec::module& lib) {
+  return gexec::parse_module_blob(lib.data_symbol("__tvm_dev_mblob"), "__tvm_dev_mblob of " + lib.path().string(),
+                                  gexec::blob_parts::device_modules)
+      .factory.has_value();
+}
+
 struct library_box {
   gexec::module lib;
   std::optional<gexec::factory> fac;  // when the library embeds a graph (export_library's single file)
@@ -487,6 +497,8 @@ NB_MODULE(_gexec, m) {
     return gexec::ndarray::empty(shape, gexec::parse_dtype(dtype), to_device(device));
   });
   m.def("_array", &array_copy);
+  m.def("_from_dlpack", [](const out_array& a) { return view_of(a); },
+        "A view of a writable array given by DLPack (its memory, kept alive), as tvm.nd.from_dlpack.");
   m.def("_parse_dtype", [](std::string_view s) { return gexec::to_string(gexec::parse_dtype(s)); });
   m.def("_numpy_dtype_of", [](std::string_view s) {
     auto d = to_python_dtype(gexec::parse_dtype(s));
@@ -717,7 +729,14 @@ NB_MODULE(_gexec, m) {
   nb::class_<library_box>(m, "Library")
       .def_static("load", [](const std::string& path) {
         library_box b{gexec::load_module(path), std::nullopt, {}};
-        if (b.lib.has_symbol("__tvm_dev_mblob")) b.fac.emplace(b.lib);
+        if (b.lib.has_symbol("__tvm_dev_mblob")) {
+          try {
+            b.fac.emplace(b.lib);
+          } catch (const gexec::error&) {
+            // a blob of imported modules and no graph: a kernel library, as TVM loads it
+            if (embeds_graph_factory(b.lib)) throw;
+          }
+        }
         return b;
       })
       .def_prop_ro("is_factory", [](const library_box& b) { return b.fac.has_value(); })

@@ -84,3 +84,26 @@ def graph_json(ops, inputs, shape=(2, 3), dtype="float32", params=()):
         "attrs": {"shape": ["list_shape", [list(shape)] * n], "dltype": ["list_str", [dtype] * n],
                   "storage_id": ["list_int", list(range(n))]},
     })
+
+
+# The target the relay-era TVM compiles the ported TVM tests' models for (plain "llvm"
+# needs a stock LLVM; some TVM wheels ship one whose default triple is another machine's).
+TVM_TARGET = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=x86-64"
+
+
+def tvm_build(tmp_path_factory, script, name):
+    """The folder where ``script`` (run by GEXEC_TVM_PYTHON, the conformance venv's python
+    with relay-era TVM, as ``python -c script OUT TARGET``) wrote what a ported TVM test
+    builds. Without that python the test is SKIPPED, saying why (failed under
+    GEXEC_TESTS_REQUIRE_ARTIFACTS=1)."""
+    import subprocess
+    tvm_python = os.environ.get("GEXEC_TVM_PYTHON")
+    if not tvm_python or not os.path.exists(tvm_python):
+        _missing("GEXEC_TVM_PYTHON is not set or absent (the conformance venv's python, with relay-era TVM): "
+                 "the models of TVM's tests are compiled by it")
+    if os.uname().machine != "x86_64":
+        pytest.skip("the models are compiled for x86-64")
+    out = tmp_path_factory.mktemp(name)
+    r = subprocess.run([tvm_python, "-c", script, str(out), TVM_TARGET], capture_output=True, text=True)
+    assert r.returncode == 0, "compiling with TVM failed:\n" + r.stderr[-4000:]
+    return out

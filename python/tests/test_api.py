@@ -231,6 +231,55 @@ def test_kernels_called_from_python(lib):
         add_one(x, [1.0, 2.0])
 
 
+def test_from_dlpack_shares_memory(add_one):
+    # As tvm.nd.from_dlpack: an NDArray over the producer's memory (numpy's __dlpack__ here),
+    # writes through either seen by the other, the memory kept alive by the NDArray.
+    src = np.zeros((2, 3), dtype="float32")
+    nd = gexec.nd.from_dlpack(src)
+    assert isinstance(nd, gexec.nd.NDArray) and nd.shape == (2, 3) and nd.dtype == "float32"
+    src[1, 2] = 42.0
+    assert nd.numpy()[1, 2] == 42.0
+    # an executor's output written in place into it (set_output_zero_copy), and the producer sees it
+    add_one.set_input("x", X)
+    add_one.set_output_zero_copy(0, nd)
+    add_one.run()
+    assert np.array_equal(src, X + 1)
+    del src
+    import gc
+    gc.collect()
+    assert np.array_equal(nd.numpy(), X + 1)
+    ro = np.zeros(3, dtype="float32")
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        gexec.nd.from_dlpack(ro)
+
+
+def test_time_evaluator(lib):
+    # As TVM's Module.time_evaluator: a function timing the kernel on the arguments it is
+    # given, `repeat` figures in seconds per call; the kernel really ran on them.
+    x = gexec.nd.array(np.array([1.5, -2.0, 0.25, 7.0], dtype="float32"))
+    y = gexec.nd.empty((4,), "float32")
+    r = lib.time_evaluator("test_add_one", gexec.cpu(0), number=3, repeat=4)(x, y)
+    assert isinstance(r, gexec.runtime.BenchmarkResult) and len(r.results) == 4 and r.min > 0
+    assert r.mean == pytest.approx(sum(r.results) / 4) and r.min <= r.median <= r.max
+    assert np.array_equal(y.numpy(), x.numpy() + 1)
+    with pytest.raises(AttributeError):
+        lib.time_evaluator("no_such_kernel", gexec.cpu(0))
+    # TVM pauses after measurement i when i % repeats_to_cooldown == 0, the last included:
+    # 3 measurements with a 100 ms cooldown after each take >= 0.3 s; after every second, >= 0.2 s.
+    import time
+    for every, least in ((1, 0.3), (2, 0.2)):
+        t0 = time.perf_counter()
+        lib.time_evaluator("test_add_one", gexec.cpu(0), number=1, repeat=3, cooldown_interval_ms=100,
+                           repeats_to_cooldown=every)(x, y)
+        assert least <= time.perf_counter() - t0 < least + 0.1 + 0.5  # (0.5: a loaded machine's slack)
+    # Calling the module calls its entry function, the kernel "__tvm_main__" names (test_add).
+    a = gexec.nd.array(np.arange(4, dtype="float32"))
+    out = gexec.nd.empty((4,), "float32")
+    lib(x, a, out)
+    assert np.array_equal(out.numpy(), x.numpy() + a.numpy())
+
+
 _ADD_ONE_C = r"""
 #include <stdint.h>
 typedef struct { int32_t device_type, device_id; } Dev;

@@ -352,8 +352,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", o.repeat, "measurements (default 5)")->group("Measure");
   app.add_option("--number", o.number, "runs per measurement (default 1)")->group("Measure");
   app.add_option("--min-repeat-ms", o.min_repeat_ms, "grow --number until a measurement lasts this long (default 0)")->group("Measure");
-  app.add_option("--cooldown-ms", o.cooldown_ms, "pause between measurements (default 0)")->group("Measure");
-  app.add_option("--repeats-to-cooldown", o.repeats_to_cooldown, "measurements between pauses (default 1)")->group("Measure");
+  app.add_option("--cooldown-ms", o.cooldown_ms, "pause after measurement i when i % repeats-to-cooldown == 0, as TVM (default 0)")->group("Measure");
+  app.add_option("--repeats-to-cooldown", o.repeats_to_cooldown, "pause after every Nth measurement, the first included (default 1)")->group("Measure");
   app.add_flag("--profile", o.profile, "per-node table as TVM's debug executor printed it, with per-function totals")->group("Measure");
   app.add_option("--trace", o.trace, "write a Chrome trace (Perfetto) of --repeat runs to FILE")->group("Measure");
   app.add_option("--compare-dump", o.compare_dump,

@@ -26,7 +26,7 @@ from .._device import Device, to_devices
 from .._errors import InvalidArgumentError
 from ..container import Map, ShapeTuple, String
 from ..nd import NDArray, _as_input, _as_target, numpy_dtype
-from ..runtime import Module
+from ..runtime import BenchmarkResult, Module  # noqa: F401 (BenchmarkResult: TVM's name here too)
 
 # The dtypes numpy holds as themselves, which set_input converts other numpy dtypes to.
 _NUMPY_DTYPES = {"bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
@@ -55,6 +55,11 @@ class ExecutorModule(Module):
             raise AttributeError("Module has no function '%s'" % name)
         return getattr(GraphModule(self), name)
 
+    def _timed_call(self, func_name, args):
+        if func_name == "run" and not args:
+            return self._ex.benchmark
+        return Module._timed_call(self, func_name, args)
+
     def __repr__(self):
         return "Module(GraphExecutor, %d inputs, %d outputs)" % (self._ex.num_inputs, self._ex.num_outputs)
 
@@ -77,30 +82,6 @@ def create(graph_json_str, libmod, device, *, zero_unset_inputs=True):
         raise TypeError("libmod must be a module from gexec.runtime.load_module, not %s" % type(libmod).__name__)
     ex = _gexec._create(graph_json_str, libmod._lib, to_devices(device), bool(zero_unset_inputs))
     return GraphModule(ExecutorModule(ex))
-
-
-class BenchmarkResult:
-    """Seconds per call, one figure per repeat, and their statistics, as TVM's
-    tvm.runtime.profiling.BenchmarkResult (std is the population's)."""
-
-    def __init__(self, results):
-        self.results = tuple(results)
-        a = np.asarray(self.results, dtype=np.float64)
-        self.mean = float(a.mean()) if a.size else 0.0
-        self.median = float(np.median(a)) if a.size else 0.0
-        self.std = float(a.std()) if a.size else 0.0
-        self.min = float(a.min()) if a.size else 0.0
-        self.max = float(a.max()) if a.size else 0.0
-
-    def __str__(self):
-        head = "{:^12} {:^12} {:^12} {:^12} {:^12}".format("mean (ms)", "median (ms)", "max (ms)", "min (ms)", "std (ms)")
-        row = "{:^12.4f} {:^12.4f} {:^12.4f} {:^12.4f} {:^12.4f}".format(
-            self.mean * 1000, self.median * 1000, self.max * 1000, self.min * 1000, self.std * 1000)
-        return "Execution time summary:\n%s\n%s\n" % (head, row)
-
-    def __repr__(self):
-        return "BenchmarkResult(min=%s, mean=%s, median=%s, max=%s, std=%s, results=%s)" % (
-            self.min, self.mean, self.median, self.max, self.std, self.results)
 
 
 def _key(key):
@@ -272,9 +253,11 @@ class GraphModule:
             return BenchmarkResult(_gexec._benchmark_callable(call, *opts))
         if kwargs:
             self.set_input(**kwargs)
-        if func_name == "run":
-            return BenchmarkResult(self._ex.benchmark(*opts))
-        return BenchmarkResult(_gexec._benchmark_callable(self.module[func_name], *opts))
+        return self.module.time_evaluator(func_name, device, repeat=repeat, number=number,
+                                          min_repeat_ms=0 if min_repeat_ms is None else min_repeat_ms,
+                                          limit_zero_time_iterations=limit_zero_time_iterations,
+                                          cooldown_interval_ms=cooldown_interval_ms,
+                                          repeats_to_cooldown=repeats_to_cooldown)()
 
 
 def _info_maps(rows):

@@ -16,6 +16,7 @@ import tempfile
 
 from ... import _gexec
 from ..._device import to_devices
+from ..._errors import OutOfRangeError
 from ...runtime import Module
 from ..graph_executor import BenchmarkResult, ExecutorModule, GraphModule
 from . import debug_result
@@ -125,10 +126,15 @@ class GraphModuleDebug(GraphModule):
 
     def run_individual_node(self, index, number=10, repeat=1, min_repeat_ms=0, limit_zero_time_iterations=100,
                             cooldown_interval_ms=0, repeats_to_cooldown=1):
-        """Node ``index`` alone, as a BenchmarkResult (reads what the last run left in its inputs)."""
-        return BenchmarkResult(self._ex.run_individual_node(int(index), int(repeat), int(number), int(min_repeat_ms),
-                                                            int(limit_zero_time_iterations), int(cooldown_interval_ms),
-                                                            int(repeats_to_cooldown)))
+        """Node ``index`` alone, as a BenchmarkResult (reads what the last run left in its inputs).
+        An index past the last node is OutOfRangeError (gexec.Error and IndexError; TVM's TVMError)."""
+        try:
+            times = self._ex.run_individual_node(int(index), int(repeat), int(number), int(min_repeat_ms),
+                                                 int(limit_zero_time_iterations), int(cooldown_interval_ms),
+                                                 int(repeats_to_cooldown))
+        except IndexError as e:
+            raise OutOfRangeError(str(e), "invalid_argument") from None
+        return BenchmarkResult(times)
 
     def profile(self, collectors=None, **input_dict):
         """Per-node times measured inside whole runs; ``collectors`` are not supported."""
