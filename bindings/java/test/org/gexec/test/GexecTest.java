@@ -157,7 +157,8 @@ public final class GexecTest {
     String graph = Paths.get(args[0], "examples", "mlp", "graph.json").toString();
     String params = Paths.get(args[0], "examples", "mlp", "params.bin").toString();
     String kernels = args[1];
-    System.out.println("gexec " + Runtime.version() + ", C API version " + Runtime.apiVersion());
+    System.out.println("gexec " + Runtime.version() + ", C API version " + Runtime.apiVersion() + ", JVM on "
+                       + System.getProperty("os.arch"));
 
     // ---- from files, with a runtime of its own ----
     Model model;
