@@ -10,10 +10,15 @@ if(TARGET gexec_compiled)
 else()
   set(_gexec_arch_independent ARCH_INDEPENDENT)
 endif()
-# The C API: libgexec_c.so (its one export, gexec_get_api_base) and libgexec_c_static.a;
-# c_api.h is installed with the other headers.
+# The C API: libgexec_c.so (its one export, gexec_get_api_base) and libgexec_c_static.a,
+# exported as gexec::c and gexec::c_static; c_api.h is installed with the other headers.
 if(TARGET gexec_c)
-  install(TARGETS gexec_c gexec_c_static LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel)
+  set_target_properties(gexec_c PROPERTIES EXPORT_NAME c)
+  set_target_properties(gexec_c_static PROPERTIES EXPORT_NAME c_static)
+  install(TARGETS gexec_c gexec_c_static EXPORT gexecTargets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel)
+  set(_gexec_arch_independent "")  # the package now holds this machine's libraries
 endif()
 install(DIRECTORY include/gexec DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devel)
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT devel)
@@ -22,7 +27,7 @@ set(GEXEC_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/gexec)
 install(EXPORT gexecTargets NAMESPACE gexec:: DESTINATION ${GEXEC_CMAKE_DIR} COMPONENT devel)
 configure_package_config_file(cmake/gexecConfig.cmake.in
   ${PROJECT_BINARY_DIR}/gexecConfig.cmake INSTALL_DESTINATION ${GEXEC_CMAKE_DIR})
-# Headers only, one package serves every architecture; not with gexec::compiled.
+# Headers only, one package serves every architecture; not with gexec::compiled or gexec::c.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/gexecConfigVersion.cmake
   COMPATIBILITY SameMinorVersion ${_gexec_arch_independent})
 install(FILES

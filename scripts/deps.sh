@@ -14,3 +14,10 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# The arm stage's aarch64 JVM (binding_java_aarch64): Debian's openjdk-17-jre-headless:arm64
+# unpacked into GEXEC_JAVA_AARCH64_JRE (CMake's default below) without installing it.
+jre=${GEXEC_JAVA_AARCH64_JRE:-/opt/gexec/aarch64-jre}
+if [ ! -f "$jre/complete" ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo sh "$(dirname "$0")/../bindings/java/fetch_aarch64_jre.sh" "$jre"
+fi

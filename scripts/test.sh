@@ -28,8 +28,10 @@
 #                  (and TVM's debug executor in the conformance venv, for the per-node dumps)
 #   arm            cross builds for ARM with Debian's cross compilers (cmake/toolchains), run under qemu-user:
 #                  for aarch64 the unit tests of graphs, parameters, the executor, the runtime, the thread pool,
-#                  concurrency, the policies and system_lib, the TVM conformance subset for aarch64 (both forms) and a static program with a model
-#                  linked in (tests/static_deploy); for 32-bit ARM (armhf) the unit tests of graphs, parameters, the
+#                  concurrency, the policies and system_lib, the TVM conformance subset for aarch64 (both forms), a static program with a model
+#                  linked in (tests/static_deploy) and the Java binding's test program, its JNI library and libgexec_c
+#                  cross-built, run by Debian's aarch64 JVM (openjdk-17-jre-headless:arm64, which scripts/deps.sh
+#                  unpacks; SKIPPED without it); for 32-bit ARM (armhf) the unit tests of graphs, parameters, the
 #                  executor, the runtime and the policies, the conformance subset and the static program
 #   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core),
 #                  the footprint of a static deployment (benchmarks/footprint: resnet natively, mlp for aarch64),
@@ -144,8 +146,11 @@ arm_stage() {
   unit_tests=$(IFS='|'; echo "${arm_unit_tests[*]}")
   configure "$build-aarch64" aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ "${common[@]}" \
     -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake"
-  cmake --build "$build-aarch64" -j "$jobs" --target "${arm_unit_tests[@]}" test_conformance
-  GEXEC_CONF_VENV=$venv ctest --test-dir "$build-aarch64" --output-on-failure -j "$jobs" -R "^($unit_tests|conformance_models|test_conformance|static_deploy)\$"
+  # gexec_c and the test kernels too, for the Java binding run by an aarch64 JVM under qemu
+  # (binding_java_aarch64; scripts/deps.sh unpacks the JVM, else the test is SKIPPED).
+  cmake --build "$build-aarch64" -j "$jobs" --target "${arm_unit_tests[@]}" test_conformance gexec_c gexec_test_kernels
+  GEXEC_CONF_VENV=$venv ctest --test-dir "$build-aarch64" --output-on-failure -j "$jobs" \
+    -R "^($unit_tests|conformance_models|test_conformance|static_deploy|binding_java_aarch64)\$"
   configure "$build-armhf" arm-linux-gnueabihf-gcc arm-linux-gnueabihf-g++ "${common[@]}" \
     -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/arm-linux-gnueabihf.cmake"
   cmake --build "$build-armhf" -j "$jobs" --target test_conformance "${armhf_unit_tests[@]}"

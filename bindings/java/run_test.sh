@@ -6,7 +6,9 @@
 # Exits 77 ("SKIP: ...") where no JDK is found. JAVA_HOME picks the JDK; else javac's.
 # For another target: CC (the C compiler, e.g. aarch64-linux-gnu-gcc, with <dir of
 # libgexec_c.so> and the kernel library built for that target) and GEXEC_JAVA_RUN (the
-# command that runs java there, e.g. "qemu-aarch64 -L / /usr/lib/jvm/java-17-openjdk-arm64/bin/java").
+# command that runs java there, e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu <jre>/bin/java") and
+# GEXEC_JAVA_RUN_JAVA (that java: where it is missing the test is SKIPPED, saying so; CMake's
+# binding_java_aarch64 sets them, and GEXEC_JAVA_ARCH, the os.arch the JVM must report).
 # Where aarch64-linux-gnu-gcc is installed, the glue is also compiled for aarch64 (a build check).
 set -eu
 if [ $# -ne 4 ]; then
@@ -38,6 +40,10 @@ if ! command -v "$cc" >/dev/null 2>&1; then
   echo "SKIP: no C compiler ($cc) for the JNI library"
   exit 77
 fi
+if [ -n "${GEXEC_JAVA_RUN_JAVA:-}" ] && [ ! -x "$GEXEC_JAVA_RUN_JAVA" ]; then
+  echo "SKIP: no JVM for the target at $GEXEC_JAVA_RUN_JAVA (scripts/deps.sh unpacks Debian's openjdk-17-jre-headless:arm64 there with bindings/java/fetch_aarch64_jre.sh)"
+  exit 77
+fi
 echo "JDK: $jdk ($("$jdk/bin/javac" -version 2>&1))"
 
 rm -rf "$work"
@@ -54,7 +60,7 @@ mkdir -p "$work/classes" "$work/test-classes" "$work/include" "$work/lib"
   -L"$libdir" -lgexec_c -Wl,-rpath,"$libdir" -Wl,--no-undefined
 
 # The glue compiles for aarch64 too (Android boards): a build check, not linked.
-if [ "$cc" != aarch64-linux-gnu-gcc ] && command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
+if [ "$(basename "$cc")" != aarch64-linux-gnu-gcc ] && command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
   aarch64-linux-gnu-gcc -std=c11 -O2 -fPIC -Wall -Wextra -Werror -c \
     -I"$work/include" -I"$jdk/include" -I"$jdk/include/linux" -I"$src/include" -I/usr/include/dlpack \
     -o "$work/gexec_jni.aarch64.o" "$here/native/gexec_jni.c"
@@ -66,8 +72,18 @@ fi
   "$here"/test/org/gexec/test/*.java
 # --enable-native-access: newer JDKs warn about System.loadLibrary without it (17 accepts it).
 java="${GEXEC_JAVA_RUN:-$jdk/bin/java} --enable-native-access=ALL-UNNAMED"
+status=0
 $java -Xcheck:jni -Djava.library.path="$work/lib" -cp "$work/gexec.jar:$work/test-classes" \
-  org.gexec.test.GexecTest "$src" "$kernels"
+  org.gexec.test.GexecTest "$src" "$kernels" >"$work/test.log" 2>&1 || status=$?
+cat "$work/test.log"
+[ "$status" -eq 0 ] || exit "$status"
+# Where GEXEC_JAVA_ARCH is set (e.g. aarch64), the JVM that ran the test must say it is that.
+if [ -n "${GEXEC_JAVA_ARCH:-}" ]; then
+  grep -q "JVM on $GEXEC_JAVA_ARCH\$" "$work/test.log" || { echo "FAILED: the JVM did not run on $GEXEC_JAVA_ARCH"; exit 1; }
+  machine=$(readelf -h "$work/lib/libgexec_jni.so" | sed -n 's/^ *Machine: *//p')
+  echo "$machine" | grep -qi "$GEXEC_JAVA_ARCH" || { echo "FAILED: libgexec_jni.so is for $machine"; exit 1; }
+  echo "JNI library: $machine, run by a JVM on $GEXEC_JAVA_ARCH"
+fi
 
 # The benchmark (bench/Bench.java) compiles; GEXEC_JAVA_BENCH=1 runs it.
 mkdir -p "$work/bench"

@@ -1,5 +1,7 @@
-/* The C API from C (C11): examples/mlp loaded three ways, run, and compared with the
- * values gexec-run's packaging test checks (softmax of the MLP for x = 0.5, -1, 2, 0.25);
+/* The C API from C (C11): examples/mlp loaded four ways (its three files, from memory
+ * with and without parameters, and a single-file library as TVM's export_library makes
+ * one, tests/make_factory_library.cpp), run, and compared with the values gexec-run's
+ * packaging test checks (softmax of the MLP for x = 0.5, -1, 2, 0.25, as numpy computes it);
  * then the errors: each code, and a message naming the problem. Uses the header and the
  * table only. */
 #include <gexec/c_api.h>
@@ -273,6 +275,36 @@ int main(void) {
   OK(api->model_load_memory(NULL, graph, graph_len, params, params_len, lib_path, &with_params));
   run_and_check(with_params, 0);
   OK(api->model_release(with_params));
+
+  /* ---- a single-file library: the graph and parameters embedded beside the kernels ---- */
+  printf("single-file library:\n");
+  {
+    gexec_runtime* own = NULL;
+    OK(api->runtime_create(1, &own));
+    gexec_model* single = NULL;
+    OK(api->model_load_library(own, GEXEC_TEST_FACTORY, &single));
+    OK(api->runtime_release(own)); /* the model keeps the runtime alive */
+    uint64_t embedded_bytes = 0;
+    OK(api->model_param_bytes(single, &embedded_bytes));
+    CHECK(embedded_bytes == (8 * 4 + 3 * 8) * 4); /* w1 [8, 4] and w2 [3, 8], float32 */
+    gexec_executor* sex = NULL;
+    OK(api->executor_create(single, &sex));
+    int n_single = 0;
+    OK(api->executor_num_inputs(sex, &n_single));
+    CHECK(n_single == 3);
+    OK(api->executor_input_name(sex, 2, &name));
+    CHECK(strcmp(name, "w2") == 0);
+    OK(api->executor_release(sex));
+    run_and_check(single, 0); /* the embedded parameters, nothing loaded */
+    run_and_check(single, 1);
+    OK(api->model_release(single));
+    gexec_model* none = NULL;
+    /* A kernel library with nothing embedded, and a library that is not there. */
+    EXPECT_ERROR(api->model_load_library(NULL, lib_path, &none), GEXEC_ERRC_INVALID_MODULE, "__tvm_dev_mblob");
+    CHECK(none == NULL);
+    EXPECT_ERROR(api->model_load_library(NULL, "/nonexistent/model.so", &none), GEXEC_ERRC_IO, "/nonexistent/model.so");
+    EXPECT_ERROR(api->model_load_library(NULL, NULL, &none), GEXEC_ERRC_INVALID_ARGUMENT, "library_path is NULL");
+  }
 
   dlpack_border(model);
 

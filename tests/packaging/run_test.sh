@@ -72,9 +72,10 @@ install_headers() {
 
 # Installing the build tree the tests belong to brings the sample kernels (component
 # examples) and, where tools/ is built, gexec-run, which then runs the bundled MLP on
-# the installed kernels (ARGS: whether gexec-run is built).
+# the installed kernels; C programs run on the installed C API (ARGS: whether gexec-run is
+# built, whether gexec_c is).
 install_tree() {
-  local has_tools=$1 installed=$work/prefix
+  local has_tools=$1 has_c_api=$2 installed=$work/prefix
   step "$CMAKE" --install "$GEXEC_BINARY_DIR" --prefix "$installed"
   need_file "$installed/include/gexec/executor.hpp"
   need_file "$installed/lib/gexec/libgexec_test_kernels.so"
@@ -98,7 +99,32 @@ install_tree() {
     grep -q "consumer ok: y = 2 3.5" <<<"$consumed" || { echo "FAILED: the consumer of gexec::compiled"; exit 1; }
     compiled="a consumer of gexec::compiled runs"
   fi
-  echo "install tree ok: lib/gexec/libgexec_test_kernels.so, $tools, $compiled"
+  # gexec::c and gexec::c_static, where this build tree has the C API, consumed from the
+  # install by a C program (tests/packaging/c_consumer) that runs the bundled MLP.
+  local c_api="the C API not built"
+  if [ "$has_c_api" = 1 ]; then
+    grep -q "add_library(gexec::c SHARED IMPORTED)" "$installed/lib/cmake/gexec/gexecTargets.cmake" ||
+      { echo "FAILED: the installed package does not export gexec::c"; exit 1; }
+    need_file "$installed/include/gexec/c_api.h"
+    step "$CMAKE" -S "$src/tests/packaging/c_consumer" -B "$work/c_consumer" "-DCMAKE_PREFIX_PATH=$installed"
+    step "$CMAKE" --build "$work/c_consumer"
+    local program out
+    for program in consumer_c consumer_c_static; do
+      out=$("$work/c_consumer/$program" "$src/examples/mlp/graph.json" "$installed/lib/gexec/libgexec_test_kernels.so" \
+            "$src/examples/mlp/params.bin")
+      echo "$program: $out"
+      # numpy's output for the same weights, as for gexec-run above.
+      grep -q "c consumer ok: y = 0.400786 0.336452 0.262762" <<<"$out" || { echo "FAILED: $program gave the wrong output"; exit 1; }
+    done
+    # The shared one runs the installed libgexec_c.so, not the build tree's.
+    ldd "$work/c_consumer/consumer_c" | grep -q "libgexec_c.so => $installed/" ||
+      { ldd "$work/c_consumer/consumer_c"; echo "FAILED: consumer_c does not load $installed's libgexec_c.so"; exit 1; }
+    if ldd "$work/c_consumer/consumer_c_static" | grep -q libgexec_c; then
+      echo "FAILED: consumer_c_static loads libgexec_c"; exit 1
+    fi
+    c_api="C programs on gexec::c and gexec::c_static run"
+  fi
+  echo "install tree ok: lib/gexec/libgexec_test_kernels.so, $tools, $compiled, $c_api"
 }
 
 # find_package(gexec) of the installed headers.

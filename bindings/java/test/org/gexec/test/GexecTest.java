@@ -115,8 +115,27 @@ public final class GexecTest {
     return out;
   }
 
+  /** The tolerance a model's info.json states (sets built for another machine than the one
+   *  TVM ran them on: "tolerance": {"exact": false, "rtol": r, "atol": a}) as {rtol, atol};
+   *  null where it states none or exact, and the outputs must be TVM's bit for bit. */
+  private static double[] statedTolerance(java.nio.file.Path info) throws java.io.IOException {
+    if (!Files.exists(info)) return null;
+    String text = new String(Files.readAllBytes(info), java.nio.charset.StandardCharsets.UTF_8);
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"tolerance\"\\s*:\\s*\\{([^}]*)\\}").matcher(text);
+    if (!m.find() || !m.group(1).matches("(?s).*\"exact\"\\s*:\\s*false.*")) return null;
+    double[] out = new double[2];
+    String[] keys = {"rtol", "atol"};
+    for (int k = 0; k < 2; ++k) {
+      java.util.regex.Matcher v = java.util.regex.Pattern.compile("\"" + keys[k] + "\"\\s*:\\s*([-+0-9.eE]+)").matcher(m.group(1));
+      if (!v.find()) throw new IllegalStateException(info + ": \"tolerance\" without \"" + keys[k] + "\"");
+      out[k] = Double.parseDouble(v.group(1));
+    }
+    return out;
+  }
+
   /** TVM-compiled conformance models (GEXEC_CONFORMANCE_DIR: model.so, TVM's inputs.bin
-   *  and outputs.bin per model), outputs compared with TVM's bit for bit. */
+   *  and outputs.bin per model), outputs compared with TVM's bit for bit, or within the
+   *  tolerance info.json states for a set built for another machine (aarch64's). */
   private static void conformance() throws java.io.IOException {
     String dir = System.getenv("GEXEC_CONFORMANCE_DIR");
     if (dir == null || dir.isEmpty()) {
@@ -135,14 +154,18 @@ public final class GexecTest {
           ex.setInput(ex.inputIndex(in.getKey()), in.getValue().data, in.getValue().shape);
         ex.run();
         java.util.Map<String, BlobTensor> expected = readBlob(d.resolve("outputs.bin"));
+        double[] tol = statedTolerance(d.resolve("info.json"));
         for (java.util.Map.Entry<String, BlobTensor> out : expected.entrySet()) {
           int i = Integer.parseInt(out.getKey());
           float[] got = ex.outputAsFloats(i), want = out.getValue().data;
           boolean same = got.length == want.length;
-          for (int k = 0; same && k < got.length; ++k) same = Float.floatToRawIntBits(got[k]) == Float.floatToRawIntBits(want[k]);
-          check(same, model + " output " + i + " bit for bit as TVM's");
+          for (int k = 0; same && k < got.length; ++k)
+            same = tol == null ? Float.floatToRawIntBits(got[k]) == Float.floatToRawIntBits(want[k])
+                               : Math.abs((double) got[k] - want[k]) <= tol[1] + tol[0] * Math.abs((double) want[k]);
+          check(same, model + " output " + i + (tol == null ? " bit for bit as TVM's" : " within TVM's stated tolerance"));
         }
-        System.out.println(model + ": " + expected.size() + " output(s) compared with TVM's");
+        System.out.println(model + ": " + expected.size() + " output(s) compared with TVM's, "
+                           + (tol == null ? "bit for bit" : "within " + tol[1] + " + " + tol[0] + " * |TVM's|"));
         ++compared;
       }
     }
@@ -157,7 +180,8 @@ public final class GexecTest {
     String graph = Paths.get(args[0], "examples", "mlp", "graph.json").toString();
     String params = Paths.get(args[0], "examples", "mlp", "params.bin").toString();
     String kernels = args[1];
-    System.out.println("gexec " + Runtime.version() + ", C API version " + Runtime.apiVersion());
+    System.out.println("gexec " + Runtime.version() + ", C API version " + Runtime.apiVersion() + ", JVM on "
+                       + System.getProperty("os.arch"));
 
     // ---- from files, with a runtime of its own ----
     Model model;
