@@ -13,8 +13,9 @@
 #include <exception>
 #include <typeinfo>
 
-extern "C" [[noreturn]] void gexec_terminate_handler() noexcept {
-  static std::atomic_flag entered = ATOMIC_FLAG_INIT;
+// Kept (used) even where link-time optimisation sees no caller but the linker's --defsym.
+extern "C" [[noreturn, gnu::used]] void gexec_terminate_handler() noexcept {
+  static std::atomic_flag entered;  // clear (C++20)
   if (entered.test_and_set()) {  // terminate() again from here, or from another thread
     std::fputs("terminate called recursively\n", stderr);
     std::abort();
