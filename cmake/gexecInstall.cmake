@@ -37,6 +37,7 @@ install(FILES
   cmake/gexecModel.cmake
   cmake/gexecCompilerNotes.cmake
   cmake/gexecKernelArchive.cmake
+  cmake/gexecTerminateHandler.cpp
   DESTINATION ${GEXEC_CMAKE_DIR} COMPONENT devel)
 
 # gexec.pc, for builds without CMake. Its prefix is found from where the file lies, so

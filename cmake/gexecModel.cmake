@@ -15,6 +15,12 @@
 #
 # gexec_embed_file(<target> <symbol> <file>) embeds one more file the same way, read
 # back through <gexec_models/<symbol>.hpp> as gexec_models::<symbol>::bytes().
+#
+# gexec_small_terminate_handler(<target>) links, for a static program that counts its
+# bytes, a terminate handler without libstdc++'s demangler (some 47 KB on aarch64): an
+# uncaught exception still prints its type and what() and aborts, the type named as the
+# compiler mangles it (N5gexec4v0_55errorE for gexec::error). GNU ld, gold or lld with
+# libstdc++; with libc++ it changes nothing.
 include_guard(GLOBAL)
 
 function(_gexec_embed _target _name)  # _gexec_embed(target name [key file]...)
@@ -96,4 +102,14 @@ inline std::span<const std::byte> params() noexcept {
   target_link_options(${_target} PRIVATE "LINKER:--whole-archive" ${_archive} "LINKER:--no-whole-archive")
   set_property(TARGET ${_target} APPEND PROPERTY LINK_DEPENDS ${_archive})
   target_link_libraries(${_target} PRIVATE m)
+endfunction()
+
+function(gexec_small_terminate_handler _target)
+  if(APPLE OR MSVC)
+    message(FATAL_ERROR "gexec_small_terminate_handler: needs a GNU-style linker (--defsym) and libstdc++")
+  endif()
+  # libstdc++'s handler, __gnu_cxx::__verbose_terminate_handler(), defined by the linker
+  # as gexec's: the archive member that holds it (and calls the demangler) is not needed.
+  target_sources(${_target} PRIVATE ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/gexecTerminateHandler.cpp)
+  target_link_options(${_target} PRIVATE "LINKER:--defsym=_ZN9__gnu_cxx27__verbose_terminate_handlerEv=gexec_terminate_handler")
 endfunction()

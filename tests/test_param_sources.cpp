@@ -342,6 +342,55 @@ TEST_CASE_TEMPLATE("views in place only where the bytes are aligned for the elem
   if (F::views_input && !want.empty()) CHECK(viewed > 0);
 }
 
+TEST_CASE("tvm_blob_memory_source reads TVM's blob in memory as tvm_blob_source does") {
+  const auto want = cases_for<tvm_blob_format>();
+  const auto encoded = tvm_blob_format::encode(want);
+  std::size_t viewed = 0;
+  for (std::size_t shift : {0, 1, 2, 3}) {
+    CAPTURE(shift);
+    const held_bytes held(encoded, shift);
+    const gexec::tvm_blob_memory_source m(held.bytes, held.storage);
+    check_entries(m, want);  // read(): the bytes, not one more
+    const gexec::tvm_blob_source s(gexec::param_input::memory(held.bytes, held.storage));
+    REQUIRE(m.entries().size() == s.entries().size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      CAPTURE(want[i].name);
+      CHECK(m.entries()[i].offset == s.entries()[i].offset);
+      const gexec::ndarray v = m.view(i), w = s.view(i);
+      CHECK(v.defined() == w.defined());
+      if (!v.defined()) continue;
+      ++viewed;
+      CHECK(v.data() == w.data());  // the input's own bytes
+    }
+    CHECK(m.input_bytes() == encoded.size());
+  }
+  CHECK(viewed > 0);
+  // Without an owner nothing is viewed; the copy is the blob's bytes.
+  const gexec::param_dict d = gexec::read_param_dict(gexec::tvm_blob_memory_source(encoded));
+  check_dict(d, want);
+  // Truncated, corrupt and longer input: refused as by tvm_blob_source.
+  for (std::size_t n : {std::size_t{0}, std::size_t{7}, encoded.size() / 2, encoded.size() - 1}) {
+    CAPTURE(n);
+    CHECK_THROWS_AS(gexec::tvm_blob_memory_source(std::span(encoded).first(n)), gexec::error);
+  }
+  for (std::size_t at : tvm_blob_format::corrupt_at()) {
+    CAPTURE(at);
+    auto bad = encoded;
+    bad[at] = ~bad[at];
+    CHECK_THROWS_AS(gexec::tvm_blob_memory_source{bad}, gexec::error);
+  }
+  auto longer = encoded;
+  longer.push_back(std::byte{0});
+  const gexec::tvm_blob_memory_source trailing(longer);
+  try {
+    trailing.finish();
+    FAIL("a byte after the last tensor was accepted");
+  } catch (const gexec::error& e) {
+    CHECK(e.code() == gexec::errc::invalid_params);
+    CHECK(std::string(e.what()).find("1 unexpected bytes after the last tensor") != std::string::npos);
+  }
+}
+
 TEST_CASE("an input's extension is std::filesystem::path's, found without making a path") {
   for (const char* p : {"w.params", "dir/w.safetensors", "a.b/c", "a.b/c.npz", ".params", "dir/.params", "dir/", ".", "..", "dir/..", "w.",
                         "w..x", "/", "", "noext", "a/b.c.d", "dir.x/.hidden.y"}) {

@@ -408,6 +408,35 @@ TEST_CASE("inconsistent storage plans are errors at creation, whatever the plann
   }
 }
 
+TEST_CASE("the storage plan check sorts a slot's values by the step that writes them, in whatever order they come") {
+  // Three activations of 64 bytes in one 128-byte slot, listed out of step order: c
+  // (written at step 5), a (step 1, read until 3), b (step 2, read until 6).
+  gexec::storage_problem p;
+  p.num_nodes = 8;
+  auto value = [](std::uint32_t root, std::uint32_t first, std::uint32_t last) {
+    gexec::storage_value v;
+    v.root = root;
+    v.storage_id = root;
+    v.bytes = 64;
+    v.first = first;
+    v.last = last;
+    return v;
+  };
+  p.values = {value(30, 5, 7), value(10, 1, 3), value(20, 2, 6)};
+  p.num_storage_ids = 31;
+  gexec::storage_assignment a;
+  a.slots.push_back({gexec::cpu(), 128, gexec::storage_kind::activation});
+  a.slot = {0, 0, 0};
+  // c reuses a's bytes (a is dead after step 3); b sits beside them: no clash.
+  a.offset = {0, 0, 64};
+  CHECK_NOTHROW(gexec::detail::check_assignment(p, a, "test"));
+  // c on b's bytes while b is live (steps 2..6 and 5..7 overlap): the clash named.
+  a.offset = {64, 0, 64};
+  const auto e = error_of([&] { gexec::detail::check_assignment(p, a, "test"); });
+  CHECK(e.code() == gexec::errc::invalid_graph);
+  CHECK(contains(e, "entry 30 (storage id 30) and entry 20 (storage id 20) share memory while both are live"));
+}
+
 namespace {
 /// A planner as a user would write one: every value in one slot per device, one after
 /// another (no reuse at all). And a wrong one, which puts everything at offset 0.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What a static deployment costs: size, resident memory and start-up of a program with
-# one TVM-compiled model linked in (runner.cpp, gexec_add_model), against an empty
+# one TVM-compiled model linked in (runner.cpp, gexec_add_model, with
+# gexec_small_terminate_handler: no demangler), against an empty
 # static C++ program built alike (empty.cpp) and TVM's own runtime library.
 #
 #   bash benchmarks/footprint/run.sh OUT_DIR MODEL_DIR [AARCH64_MODEL_DIR]
@@ -85,7 +86,7 @@ for line in sys.stdin:
         who = "kernels"
     elif name.startswith("gexec_embedded_"):
         who = "embedded files"
-    elif "gexec::" in name or name.startswith(("TVMBackend", "TVMFuncCall", "TVMAPISetLastError")):
+    elif "gexec::" in name or name.startswith(("TVMBackend", "TVMFuncCall", "TVMAPISetLastError", "gexec_terminate_handler")):
         who = "gexec"
     elif "boost::" in name:
         who = "Boost.JSON"

@@ -32,7 +32,7 @@ GEXEC_NAMESPACE_BEGIN
 inline basic_model<backends<cpu_backend>, pool_allocator, system_lib> static_model(std::string_view graph_json, std::span<const std::byte> params,
                                                                                   model_options options = {}) {
   const std::shared_ptr<const void> forever(params.data(), [](const void*) {});  // the program's own bytes
-  param_dict weights = read_param_dict(tvm_blob_source(param_input::memory(params, forever)));
+  param_dict weights = read_param_dict(tvm_blob_memory_source(params, forever));
   detail::param_dict_access::set_mapped(weights, params);
   return {detail::graph_reader<system_lib>::text(graph_json), system_lib{}, weights, std::move(options)};
 }

@@ -47,6 +47,21 @@ for symbol in dlopen dlsym dladdr dlclose dlmopen; do
 done
 echo "$bin: static, no dynamic section, its own code calls no dynamic-loader function; $(stat -c %s "$bin") bytes"
 
+# gexec_small_terminate_handler: an uncaught gexec::error still names its type and
+# message, then aborts (SIGABRT: status 134), with libstdc++'s demangler left out.
+symbols=$("$nm" "$out/uncaught")
+if grep -q __cxa_demangle <<<"$symbols"; then fail "$out/uncaught links libstdc++'s demangler"; fi
+urc=0
+if [ -n "$toolchain" ]; then
+  said=$(env -i "$emulator" "$out/uncaught" 2>&1 >/dev/null) || urc=$?
+else
+  said=$(env -i "$out/uncaught" 2>&1 >/dev/null) || urc=$?
+fi
+[ "$urc" = 134 ] || fail "$out/uncaught exited with $urc, not 134 (SIGABRT)"
+[[ $said == *"terminate called after throwing an instance of 'N5gexec"*"5errorE'"*"what():  gexec: invalid_graph: uncaught on purpose (1 argument)"* ]] ||
+  fail "$out/uncaught said: $said"
+echo "uncaught gexec::error with gexec_small_terminate_handler: aborted, saying: $(head -1 <<<"$said")"
+
 alone=$(mktemp -d)
 trap 'rm -rf "$alone"' EXIT
 cp "$bin" "$alone/"

@@ -271,7 +271,17 @@ class tvm_blob_source {
                                             std::to_string(end_) + ")");
   }
 
+ protected:
+  struct in_memory {};
+  /// The input's bytes indexed with the byte reader alone (tvm_blob_memory_source).
+  tvm_blob_source(param_input in, in_memory) : in_(std::move(in)), name_(in_.name(format)) {
+    detail::byte_reader r(in_.bytes(), name_);
+    index(r);
+  }
+  [[nodiscard]] const param_input& input() const noexcept { return in_; }
+
  private:
+
   template <class Reader>
   void index(Reader& r) {
     try {
@@ -301,6 +311,21 @@ class tvm_blob_source {
   std::uint64_t trailing_ = 0, end_ = 0;
 };
 static_assert(param_source<tvm_blob_source>);
+
+/// TVM's parameter blob in memory (as param_input::memory(bytes, owner) gives it to
+/// tvm_blob_source), read with neither a file reader nor pread: what a static program
+/// reads its embedded weights with (static_model), so that it links no file code.
+class tvm_blob_memory_source : public tvm_blob_source {
+ public:
+  explicit tvm_blob_memory_source(std::span<const std::byte> bytes, std::shared_ptr<const void> owner = nullptr)
+      : tvm_blob_source(param_input::memory(bytes, std::move(owner)), in_memory{}) {}
+  /// Copies entry i's bytes (the index checked that they lie inside).
+  void read(std::size_t i, void* dst, detail::progress_sink* = nullptr) const {
+    const param_entry& e = entries()[i];
+    if (e.bytes != 0) std::memcpy(dst, input().bytes().data() + e.offset, static_cast<std::size_t>(e.bytes));
+  }
+};
+static_assert(param_source<tvm_blob_memory_source>);
 
 /// How save_param_dict lays a blob out.
 struct save_options {

@@ -161,10 +161,18 @@ inline void check_assignment(const storage_problem& p, const storage_assignment&
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>> live;  // begin -> (end, value)
   using ending = std::pair<std::uint32_t, std::uint64_t>;                 // (last step, begin)
   std::vector<ending> ends;  // a min-heap on the last step (std::push_heap with std::greater)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> keyed;  // (first step, value): a slot's members to sort
   for (auto& members : by_slot) {
     if (members.size() < 2) continue;  // a value alone in its slot shares no byte (most slots as compiled)
     auto by_first = [&](std::uint32_t x, std::uint32_t y) { return p.values[x].first < p.values[y].first; };
-    if (!std::is_sorted(members.begin(), members.end(), by_first)) std::sort(members.begin(), members.end(), by_first);  // mostly in order already
+    if (!std::is_sorted(members.begin(), members.end(), by_first)) {  // mostly in order already
+      // Sorted as pairs, ties by value: the pairs' sort is the one make_plan links anyway
+      // (a static program carries one sort the fewer).
+      keyed.clear();
+      for (std::uint32_t i : members) keyed.emplace_back(p.values[i].first, i);
+      std::sort(keyed.begin(), keyed.end());
+      for (std::size_t k = 0; k < keyed.size(); ++k) members[k] = keyed[k].second;
+    }
     live.clear();
     ends.clear();
     for (std::uint32_t i : members) {
