@@ -30,6 +30,7 @@
 
 namespace gexec_triton {
 
+/// One instance of `model` on `device` (-1: the host), used by one thread at a time.
 class instance_state {
  public:
   instance_state(TRITONBACKEND_ModelInstance* instance, model_state& model, int device)

@@ -30,6 +30,7 @@ namespace gexec_triton {
 using model_type = gexec::any_device_model;  ///< every device wing; a host-only graph touches no device driver
 using executor = gexec::any_device_executor;
 
+/// One version of a served model, shared by its instances (placing and building are locked).
 class model_state {
  public:
   model_state(TRITONBACKEND_Model* model) {
