@@ -11,12 +11,30 @@ if(GEXEC_FINDING_INSTALLED)
   find_dependency(Threads)
 elseif(GEXEC_BOOST_JSON_HEADER_ONLY)
   # Boost's headers alone: Boost.JSON's sources are compiled into gexec_boost_json (see
-  # CMakeLists.txt), for targets that have no Boost.JSON library, as cross builds may not.
-  find_package(Boost 1.81 CONFIG REQUIRED)
+  # CMakeLists.txt), for targets that have no Boost.JSON library, as cross builds may not,
+  # and for the Python wheel, which compiles them into its extension.
+  find_package(Boost 1.81 CONFIG QUIET)
   find_package(Threads REQUIRED)
 else()
-  find_package(Boost 1.81 CONFIG REQUIRED COMPONENTS json)
+  find_package(Boost 1.81 CONFIG QUIET COMPONENTS json)
   find_package(Threads REQUIRED)
+endif()
+if(NOT GEXEC_FINDING_INSTALLED AND NOT Boost_FOUND)
+  # CMake's own message names BoostConfig.cmake, not what to install.
+  if(GEXEC_BOOST_JSON_HEADER_ONLY)
+    set(_gexec_boost_what "Boost's headers, 1.81 or newer (Debian 12: apt-get install libboost1.81-dev; Ubuntu 24.04: libboost1.83-dev)")
+  else()
+    set(_gexec_boost_what "Boost 1.81 or newer with the Boost.JSON library (Debian 12: apt-get install libboost1.81-dev \
+libboost-json1.81-dev; Ubuntu 24.04: libboost1.83-dev libboost-json1.83-dev), or configure with \
+-DGEXEC_BOOST_JSON_HEADER_ONLY=ON -DGEXEC_INSTALL=OFF to compile Boost.JSON from Boost's headers")
+  endif()
+  if(Boost_CONSIDERED_VERSIONS)
+    set(_gexec_boost_found " (found Boost ${Boost_CONSIDERED_VERSIONS} at ${Boost_CONSIDERED_CONFIGS})")
+  elseif(Boost_VERSION)
+    set(_gexec_boost_found " (found Boost ${Boost_VERSION} without the Boost.JSON library)")
+  endif()
+  message(FATAL_ERROR "gexec needs ${_gexec_boost_what}${_gexec_boost_found}. scripts/deps.sh installs what the \
+build needs on Debian 12; a Boost installed elsewhere is found with -DBoost_DIR=<prefix>/lib/cmake/Boost-<version>.")
 endif()
 
 # DLPack is one header. Debian's libdlpack-dev installs a CMake package for it; where
