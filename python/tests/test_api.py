@@ -234,7 +234,11 @@ def test_kernels_called_from_python(lib):
 def test_from_dlpack_shares_memory(add_one):
     # As tvm.nd.from_dlpack: an NDArray over the producer's memory (numpy's __dlpack__ here),
     # writes through either seen by the other, the memory kept alive by the NDArray.
-    src = np.zeros((2, 3), dtype="float32")
+    # 64-byte aligned, as set_output_zero_copy requires (numpy promises 16)
+    raw = np.zeros(6 + 16, dtype="float32")
+    skip = (-raw.ctypes.data % 64) // 4
+    src = raw[skip : skip + 6].reshape(2, 3)
+    del raw
     nd = gexec.nd.from_dlpack(src)
     assert isinstance(nd, gexec.nd.NDArray) and nd.shape == (2, 3) and nd.dtype == "float32"
     src[1, 2] = 42.0
