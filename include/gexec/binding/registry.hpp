@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,11 +50,16 @@ class registry {
   // resolving may happen on different threads (models are built on any thread).
   struct state {
     std::mutex mu;
-    struct name_hash {  // looks names up by string_view, with no std::string made
+    // Names looked up by string_view, with no std::string made.
+    struct name_hash {
       using is_transparent = void;
       std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
     };
-    std::unordered_map<std::string, packed_function, name_hash, std::equal_to<>> by_name;
+    struct name_equal {
+      using is_transparent = void;
+      bool operator()(std::string_view a, std::string_view b) const noexcept { return a == b; }
+    };
+    std::unordered_map<std::string, packed_function, name_hash, name_equal> by_name;
     std::vector<std::unique_ptr<owned_packed_function>> owned;
   };
   registry& add_owned(std::string name, std::unique_ptr<owned_packed_function> f) {
