@@ -9,6 +9,9 @@
 # printed, with the ratio to the baseline measured in the same run. A second table
 # sets compiled mode (gexec::compiled, which defines GEXEC_COMPILED) beside
 # header-only: tvm_library.cpp, and the umbrella header alone, in both modes.
+# Last, the umbrella header alone against its goals (at most 100,000 preprocessed lines
+# in compiled mode, 150,000 header-only), and the intrinsics headers the umbrella and
+# the JSON parsers <gexec/model.hpp> reach, each with what brought it in.
 #
 #   benchmarks/compile/run.sh                      # g++ -O2, 3 runs each
 #   CXX=clang++ CXXFLAGS="-O2 -g" REPEAT=5 benchmarks/compile/run.sh
@@ -88,3 +91,42 @@ mode_row "tvm_library.cpp, header-only" "$n" "$wall" "$cpu" "$n" "$wall"
 mode_row "tvm_library.cpp, compiled mode" "$tvm_compiled_lines" "$tvm_compiled_wall" "$tvm_compiled_cpu" "$n" "$wall"
 mode_row "<gexec/executor.hpp>, header-only" "$umbrella_lines" - - "$umbrella_lines" -
 mode_row "<gexec/executor.hpp>, compiled mode" "$umbrella_compiled_lines" - - "$umbrella_lines" -
+
+# The goals for the umbrella header alone (preprocessed lines of a file holding only
+# `#include <gexec/executor.hpp>`), and what no header should pull in for what it needs:
+# an intrinsics header (<x86intrin.h> and the like, tens of thousands of lines) in the
+# umbrella, or a JSON parser (Boost.JSON, or gexec's own for .safetensors headers) in
+# <gexec/model.hpp>, which reads no format.
+echo
+goal() {
+  local name=$1 n=$2 most=$3
+  printf '%-40s %10d  goal <= %d: %s\n' "$name" "$n" "$most" "$([ "$n" -le "$most" ] && echo met || echo 'NOT met')"
+}
+goal "<gexec/executor.hpp>, header-only" "$umbrella_lines" 150000
+goal "<gexec/executor.hpp>, compiled mode" "$umbrella_compiled_lines" 100000
+# included SOURCE PATTERN [FLAGS...]: the headers the preprocessor opens for SOURCE that
+# match PATTERN, each with the first header outside the compiler's and the standard
+# library's own folders on its include path (what brought it in).
+included() {
+  local src=$1 pattern=$2
+  shift 2
+  "$cxx" -std=c++20 "${flags[@]}" "$@" -I"$include" -H -E -o /dev/null "$src" 2>&1 |
+    awk -v pat="$pattern" '/^\.+ / {
+      d = length($1); path[d] = $2
+      if ($2 ~ pat) {
+        via = ""
+        for (i = d - 1; i >= 1; --i) if (path[i] !~ /\/(gcc|c\+\+)\//) { via = path[i]; break }
+        sub(/.*\/include\//, "", via); h = $2; sub(/.*\//, "", h)
+        print h (via == "" ? "" : " (through " via ")")
+      }
+    }' | sort -u | paste -sd ' ' -
+}
+echo '#include <gexec/model.hpp>' >"$work/model.cpp"
+for mode in "" -DGEXEC_COMPILED; do
+  label=${mode:+compiled mode}
+  label=${label:-header-only}
+  hits=$(included "$work/umbrella.cpp" 'intrin\.h$' $mode)
+  printf '%-40s %s\n' "intrinsics, umbrella, $label:" "${hits:-none}"
+  hits=$(included "$work/model.cpp" 'boost/json|detail/json_(value|cursor)\.hpp$' $mode)
+  printf '%-40s %s\n' "JSON parsers, model.hpp, $label:" "${hits:-none}"
+done

@@ -5,7 +5,6 @@
 
 #include <dlpack/dlpack.h>
 
-#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -83,6 +82,21 @@ inline std::string to_string(DLDataType t) {
   return s;
 }
 
+namespace detail {
+/// Reads the decimal digits at `p` (one at least; no sign, no space) into `out`, as
+/// std::from_chars does, for numbers up to `limit`: where they end, or nullptr if there
+/// are none or they exceed `limit`. (<charconv> costs about 600 preprocessed lines.)
+inline const char* read_decimal(const char* p, const char* end, unsigned limit, unsigned& out) noexcept {
+  const char* const start = p;
+  unsigned long long v = 0;
+  for (; p != end && *p >= '0' && *p <= '9'; ++p)
+    if ((v = v * 10 + static_cast<unsigned>(*p - '0')) > limit) return nullptr;
+  if (p == start) return nullptr;
+  out = static_cast<unsigned>(v);
+  return p;
+}
+}  // namespace detail
+
 /// Parses a dtype string; std::nullopt for anything TVM's graph executor would not store.
 inline std::optional<DLDataType> try_parse_dtype(std::string_view s) noexcept {
   if (s == "bool") return DLDataType{kDLUInt, 1, 1};
@@ -94,13 +108,11 @@ inline std::optional<DLDataType> try_parse_dtype(std::string_view s) noexcept {
     const char* p = s.data() + prefix.size();
     const char* end = s.data() + s.size();
     unsigned bits = 0, lanes = 1;
-    auto [after_bits, ec] = std::from_chars(p, end, bits);
-    if (ec != std::errc{} || after_bits == p || bits > 255) return std::nullopt;
+    const char* after_bits = detail::read_decimal(p, end, 255, bits);
+    if (!after_bits) return std::nullopt;
     if (after_bits != end) {
       if (*after_bits != 'x') return std::nullopt;
-      auto [after_lanes, ec2] = std::from_chars(after_bits + 1, end, lanes);
-      if (ec2 != std::errc{} || after_lanes != end || after_lanes == after_bits + 1 || lanes > 65535)
-        return std::nullopt;
+      if (detail::read_decimal(after_bits + 1, end, 65535, lanes) != end) return std::nullopt;
     }
     DLDataType t{code, static_cast<std::uint8_t>(bits), static_cast<std::uint16_t>(lanes)};
     return is_supported(t) ? std::optional(t) : std::nullopt;

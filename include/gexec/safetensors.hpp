@@ -29,12 +29,11 @@
 #include <cstring>
 #include <memory>
 #include <new>
-#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -207,7 +206,7 @@ std::vector<std::byte> save_safetensors(const Tensors& tensors) {
     std::uint64_t begin = 0;
   };
   std::vector<item> items;
-  std::unordered_set<std::string_view> names;
+  std::unordered_map<std::string_view, std::size_t> names;  // the first tensor of each name
   for (const auto& [name, a] : tensors) {
     // What the reader refuses is never written: a header is JSON (names in UTF-8, each once)
     // and "__metadata__" is the format's own key.
@@ -216,7 +215,7 @@ std::vector<std::byte> save_safetensors(const Tensors& tensors) {
                                               "\" is not UTF-8, which a .safetensors header (JSON) cannot hold");
     if (name == "__metadata__")
       throw error(errc::invalid_argument, "save_safetensors: a tensor cannot be named \"__metadata__\", the format's key for metadata");
-    if (!names.insert(std::string_view(name)).second) throw error(errc::invalid_argument, "save_safetensors: two tensors are named \"" + detail::printable(name) + "\"");
+    if (!names.emplace(std::string_view(name), items.size()).second) throw error(errc::invalid_argument, "save_safetensors: two tensors are named \"" + detail::printable(name) + "\"");
     const auto dtype = detail::safetensors_name_of(a.dtype());
     if (!dtype)
       throw error(errc::invalid_argument, "save_safetensors: tensor \"" + name + "\" is " + to_string(a.dtype()) +
@@ -226,7 +225,7 @@ std::vector<std::byte> save_safetensors(const Tensors& tensors) {
     items.push_back({&name, &a, *dtype});
   }
   std::vector<std::size_t> order(items.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return element_bytes(items[a].value->dtype()) > element_bytes(items[b].value->dtype());
   });

@@ -10,11 +10,12 @@
 #include "../config.hpp"
 
 #include <algorithm>
-#include <map>
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -49,7 +50,16 @@ class registry {
   // resolving may happen on different threads (models are built on any thread).
   struct state {
     std::mutex mu;
-    std::map<std::string, packed_function, std::less<>> by_name;
+    // Names looked up by string_view, with no std::string made.
+    struct name_hash {
+      using is_transparent = void;
+      std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+    };
+    struct name_equal {
+      using is_transparent = void;
+      bool operator()(std::string_view a, std::string_view b) const noexcept { return a == b; }
+    };
+    std::unordered_map<std::string, packed_function, name_hash, name_equal> by_name;
     std::vector<std::unique_ptr<owned_packed_function>> owned;
   };
   registry& add_owned(std::string name, std::unique_ptr<owned_packed_function> f) {

@@ -32,7 +32,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -287,10 +287,10 @@ class tvm_blob_source {
     try {
       std::vector<std::string> names = detail::read_param_names_of(r);
       entries_.reserve(names.size());
-      std::unordered_set<std::string> seen;
+      std::unordered_map<std::string, std::size_t> seen;  // the first tensor of each name
       for (std::size_t i = 0; i < names.size(); ++i) {
         r.set_context("tensor " + std::to_string(i) + " (\"" + names[i] + "\")");
-        if (!seen.insert(names[i]).second) r.fail("duplicate parameter name");
+        if (!seen.emplace(names[i], i).second) r.fail("duplicate parameter name");
         detail::tensor_header h = detail::read_tensor_header(r);
         const std::uint64_t at = r.position();
         if constexpr (requires { r.skip(h.bytes, ""); }) r.skip(h.bytes, "tensor data");
