@@ -8,9 +8,10 @@
  *                     checking its arguments as TVM's generated code does) and
  *                     __tvm_ffi_ffi_scale (x * s, s a float argument: never in a graph),
  *                     __tvm_ffi_ffi_noop (checks that it got two tensors, does nothing:
- *                     the dispatch benchmark's), __tvm_ffi_ffi_pool_tasks (returns the
- *                     number of tasks TVMBackendParallelLaunch gives a parallel loop that
- *                     leaves it to the runtime: which thread pool serves the kernel)
+ *                     the dispatch benchmark's), and in gexec_test_ffi_1 alone
+ *                     (GEXEC_FFI_PARALLEL) __tvm_ffi_ffi_pool_tasks (returns the number of
+ *                     tasks TVMBackendParallelLaunch gives a parallel loop that leaves it
+ *                     to the runtime: which thread pool serves the kernel)
  *   GEXEC_FFI_CASE 2  the same kernel with a __tvm_ffi__library_bin carrying a "cuda"
  *                     module: gexec must refuse the device module, clearly
  *   GEXEC_FFI_CASE 3  a kernel importing TVMFFIEnvGetStream, which gexec does not
@@ -87,6 +88,7 @@ FFI_EXPORT int __tvm_ffi_ffi_scale(void* self, const TVMFFIAny* args, int32_t nu
   return 0;
 }
 
+#if GEXEC_FFI_PARALLEL
 /* From the runtime (TVM's c_backend_api.h), as TVM's generated parallel loops call it. */
 typedef struct {
   void* sync_handle;
@@ -111,6 +113,7 @@ FFI_EXPORT int __tvm_ffi_ffi_pool_tasks(void* self, const TVMFFIAny* args, int32
   result->v_int64 = tasks;
   return 0;
 }
+#endif
 
 #if GEXEC_FFI_CASE == 2
 /* u64 payload length; import tree [0, 1, 1] / [1]; "_lib"; "cuda" with 4 bytes. */
