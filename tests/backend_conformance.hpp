@@ -23,6 +23,7 @@
 
 #include "test_support.hpp"
 
+#include <gexec/binding/backend_hooks.hpp>
 #include <gexec/executor.hpp>
 
 #include <doctest/doctest.h>

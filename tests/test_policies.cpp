@@ -5,6 +5,7 @@
 #include "test_support.hpp"
 
 #include <gexec/backends/emulated.hpp>
+#include <gexec/binding/backend_hooks.hpp>
 #include <gexec/executor.hpp>
 
 #include <algorithm>
