@@ -20,7 +20,8 @@
 # bytes, a terminate handler without libstdc++'s demangler (some 47 KB on aarch64): an
 # uncaught exception still prints its type and what() and aborts, the type named as the
 # compiler mangles it (N5gexec4v0_55errorE for gexec::error). GNU ld, gold or lld with
-# libstdc++; with libc++ it changes nothing.
+# libstdc++; with libc++ it changes nothing. Such a program is best built with link-time
+# optimisation too (INTERPROCEDURAL_OPTIMIZATION: some 11 KB less on aarch64, docs/arm.md).
 include_guard(GLOBAL)
 
 function(_gexec_embed _target _name)  # _gexec_embed(target name [key file]...)

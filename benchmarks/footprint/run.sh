@@ -10,16 +10,18 @@
 # are conformance models with static/ (generate_models.py --system-lib; the test
 # command uses resnet natively and mlp for aarch64: the size beyond kernels, parameters
 # and graph hardly depends on the model). Both programs are built -Os (MinSizeRel), static, with
-# --gc-sections, and measured stripped.
+# --gc-sections and link-time optimisation (-flto), and measured stripped.
 # Figures:
 #   size      the runner's file, less its kernels (text and data of the objects in
 #             kernels.tar), its parameters and its graph: what gexec, the C and C++
 #             libraries and the program cost; that less the empty program (goal: 250 KB;
 #             also from the sections' bytes, without the page padding that moves the
 #             file's size in steps), and the bytes of gexec's own symbols (goal: 150
-#             KB). Baseline: the empty program, and libtvm_runtime.so of the TVM in the
-#             conformance venv (hhb-tvm, TVM 0.16.dev0, x86-64: the runtime a TVM
-#             deployment ships besides the model's library).
+#             KB; counting the runner's main, into which link-time optimisation
+#             inlines gexec's code that only main calls). Baseline: the empty program,
+#             and libtvm_runtime.so of the TVM in the conformance venv (hhb-tvm, TVM
+#             0.16.dev0, x86-64: the runtime a TVM deployment ships besides the model's
+#             library).
 #   memory    the runner's peak resident set (ru_maxrss) against what it must hold: its
 #             weights, the executor's storage (activations) and its code (the file less
 #             the embedded parameters and graph); goal <= 1.05x. The weights are read
@@ -86,7 +88,7 @@ for line in sys.stdin:
         who = "kernels"
     elif name.startswith("gexec_embedded_"):
         who = "embedded files"
-    elif "gexec::" in name or name.startswith(("TVMBackend", "TVMFuncCall", "TVMAPISetLastError", "gexec_terminate_handler")):
+    elif "gexec::" in name or name == "main" or name.startswith(("TVMBackend", "TVMFuncCall", "TVMAPISetLastError", "gexec_terminate_handler")):
         who = "gexec"
     elif "boost::" in name:
         who = "Boost.JSON"
@@ -112,7 +114,7 @@ sizes() {  # sizes MACHINE DIR MODEL
   params=$(stat -c %s "$(cache "$dir" PARAMS_FILE)")
   graph=$(stat -c %s "$model/static/graph.json")
   beyond=$((runner - kernels - params - graph))
-  echo "footprint size ($machine, -Os, static, --gc-sections, stripped), model $(basename "$model"):"
+  echo "footprint size ($machine, -Os, static, --gc-sections, -flto, stripped), model $(basename "$model"):"
   echo "  runner file                              $runner bytes"
   echo "  its kernels (text+data), params, graph   $kernels + $params + $graph bytes"
   local part=$((beyond - empty)) own sections_part
