@@ -693,7 +693,7 @@ TEST_CASE("runs whose launches all run alone use a one-thread pool, and one run 
     const auto serial = std::count(seen->begin(), seen->end(), 1);
     if (kernel[0] == 'a') {
       // Each learning run is followed by kSerialRuns serial ones, unless the machine
-      // stalled it past kShortRun: most runs are serial, and runs still learn.
+      // stalled it past kShortRunUs: most runs are serial, and runs still learn.
       CHECK(serial >= period);
       CHECK(serial < 2 * period);
     } else {

@@ -2,6 +2,7 @@
 // that outlive modules, context slots, fork, and the workspace stack (the thread
 // pool's own tests are in test_thread_pool.cpp).
 
+#include <gexec/detail/clock.hpp>
 #include <gexec/detail/workspace.hpp>
 #include <gexec/executor.hpp>
 
@@ -62,6 +63,27 @@ void register_scale(gexec::runtime& rt, float factor) {
 }
 
 }  // namespace
+
+TEST_CASE("gexec's monotonic clock is the one steady_clock reads, and its sleep lasts at least what it was asked") {
+  // The thread pool, the benchmark, node_timer and the launch sites time with
+  // detail::monotonic_ns (no <chrono> in the public headers): each reading lies between
+  // two readings of std::chrono::steady_clock taken around it.
+  for (int i = 0; i < 100; ++i) {
+    const auto before = std::chrono::steady_clock::now().time_since_epoch();
+    const std::int64_t ns = gexec::detail::monotonic_ns();
+    const auto after = std::chrono::steady_clock::now().time_since_epoch();
+    CHECK(std::chrono::duration_cast<std::chrono::nanoseconds>(before).count() <= ns);
+    CHECK(ns <= std::chrono::duration_cast<std::chrono::nanoseconds>(after).count());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  gexec::detail::sleep_ns(3'000'000);
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(3));
+  // Nothing to sleep returns at once (the margin is for a loaded machine's scheduler).
+  const auto quick = std::chrono::steady_clock::now();
+  gexec::detail::sleep_ns(0);
+  gexec::detail::sleep_ns(-5);
+  CHECK(std::chrono::steady_clock::now() - quick < std::chrono::milliseconds(100));
+}
 
 TEST_CASE("each runtime serves its own registered functions to one library's cached handle") {
   const fs::path lib_path = library_copy("env");

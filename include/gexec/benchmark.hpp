@@ -12,11 +12,11 @@
 #include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
-#include <thread>
 #include <type_traits>
 #include <vector>
+
+#include "detail/clock.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 
@@ -59,11 +59,10 @@ GEXEC_DECL void summarize(benchmark_result& r);
 template <class F>
   requires std::is_invocable_v<F&>
 benchmark_result benchmark(F&& f, benchmark_options opt = {}) {
-  using clock = std::chrono::steady_clock;
   benchmark_result r;
-  const auto first_start = clock::now();
+  const std::int64_t first_start = detail::monotonic_ns();
   f();  // warm-up, as TVM's time evaluator does
-  r.first = std::chrono::duration<double>(clock::now() - first_start).count();
+  r.first = static_cast<double>(detail::monotonic_ns() - first_start) * 1e-9;
   const double cpu_start = detail::process_cpu_seconds();
   double calls = 0;
   // Calls per measurement, in 64 bits and capped: a call too fast for the clock (or one
@@ -85,9 +84,9 @@ benchmark_result benchmark(F&& f, benchmark_options opt = {}) {
                                                            : std::max(number + 1, static_cast<std::int64_t>(wanted));
       }
       at_cap = number >= max_number;
-      auto t0 = clock::now();
+      const std::int64_t t0 = detail::monotonic_ns();
       for (std::int64_t j = 0; j < number; ++j) f();
-      ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      ms = static_cast<double>(detail::monotonic_ns() - t0) * 1e-6;
       calls += static_cast<double>(number);
       if (ms == 0) ++zero_times;
     } while (ms < opt.min_repeat_ms && zero_times < opt.limit_zero_time_iterations && !at_cap);
@@ -95,7 +94,7 @@ benchmark_result benchmark(F&& f, benchmark_options opt = {}) {
     // TVM's time evaluator pauses after measurement i when i % repeats_to_cooldown == 0:
     // after the first, and after the last too (its callers and tests time that).
     if (opt.cooldown_interval_ms > 0 && opt.repeats_to_cooldown > 0 && i % opt.repeats_to_cooldown == 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(opt.cooldown_interval_ms));
+      detail::sleep_ns(std::int64_t{opt.cooldown_interval_ms} * 1'000'000);
   }
   if (calls > 0) r.cpu_mean = (detail::process_cpu_seconds() - cpu_start) / calls;
   r.peak_rss_bytes = detail::peak_rss_bytes();

@@ -6,11 +6,11 @@
 #include "../config.hpp"
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <thread>
 
+#include "../detail/clock.hpp"
 #include "../error.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -45,7 +45,7 @@ class in_turn {
     // be inside (the line is for run_in_turn callers), so wait for it too.
     for (unsigned tries = 0; o_.busy.exchange(true, std::memory_order_acquire); ++tries) {
       if (tries < 64) std::this_thread::yield();
-      else std::this_thread::sleep_for(std::chrono::microseconds(50));
+      else detail::sleep_ns(50'000);  // 50 us
     }
     o_.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
   }

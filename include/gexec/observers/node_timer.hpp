@@ -10,11 +10,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "../detail/clock.hpp"
 #include "../graph/data.hpp"
 #include "observer.hpp"
 
@@ -37,10 +37,10 @@ class node_timer {
   // policy may run at once on different threads: a step's start is kept by the thread
   // running it (its before and after run on that thread, with no other step between),
   // and the node's figures are summed atomically.
-  void before(const step_event&) noexcept { started() = clock::now(); }
+  void before(const step_event&) noexcept { started() = detail::monotonic_ns(); }
   void after(const step_event& e) noexcept {
     slot& s = per_node_[e.node_id];
-    s.total_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - started()).count(), std::memory_order_relaxed);
+    s.total_ns.fetch_add(detail::monotonic_ns() - started(), std::memory_order_relaxed);
     s.calls.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -65,9 +65,8 @@ class node_timer {
   }
 
  private:
-  using clock = std::chrono::steady_clock;
-  static clock::time_point& started() noexcept {
-    thread_local clock::time_point t{};
+  static std::int64_t& started() noexcept {
+    thread_local std::int64_t t = 0;
     return t;
   }
   // One cache line per node: steps of different nodes may be timed on different threads.

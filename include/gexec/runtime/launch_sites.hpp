@@ -28,15 +28,16 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <memory>
+
+#include "../detail/clock.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
 
 /// A clock for comparing two short durations on one machine: the time-stamp counter
-/// where reading it costs a few nanoseconds, else steady_clock.
+/// where reading it costs a few nanoseconds, else the monotonic clock.
 inline std::uint64_t cheap_ticks() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   return __builtin_ia32_rdtsc();  // the compiler's own: no intrinsics header (about 46,000 lines) for one read
@@ -45,7 +46,7 @@ inline std::uint64_t cheap_ticks() noexcept {
   asm volatile("mrs %0, cntvct_el0" : "=r"(v));
   return v;
 #else
-  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return static_cast<std::uint64_t>(monotonic_ns());
 #endif
 }
 

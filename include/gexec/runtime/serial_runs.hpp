@@ -4,7 +4,7 @@
 // kernels learns that none does; it still looks its answer up on every launch, a few
 // nanoseconds each, which is a tenth of a run of five launches that takes 70 ns. So
 // the executor learns the same of its run as a whole: after a short run (under
-// kShortRun) in which no launch and no step left the running thread, the next
+// kShortRunUs) in which no launch and no step left the running thread, the next
 // kSerialRuns runs use a pool of one thread, where every launch is a plain call with
 // nothing looked up, and the run after them learns again, its timed calls counting for
 // the runs that were not timed. A site whose choice changes (the machine got quiet, a
@@ -14,7 +14,6 @@
 
 #include "../config.hpp"
 
-#include <chrono>
 #include <cstdint>
 
 #include "launch_sites.hpp"
@@ -28,8 +27,8 @@ class serial_runs {
  public:
   /// How many runs use the one-thread pool after a short run that used no worker.
   static constexpr std::uint32_t kSerialRuns = 255;
-  /// Runs up to this long may be followed by serial runs.
-  static constexpr std::chrono::microseconds kShortRun{50};
+  /// Runs up to this long (in microseconds) may be followed by serial runs.
+  static constexpr std::uint64_t kShortRunUs = 50;
 
   /// Around one run() with the executor's context, on the thread that runs it.
   class scope {
@@ -65,7 +64,7 @@ class serial_runs {
       return pool;
     }
     static std::uint64_t short_run_ticks() noexcept {
-      static const std::uint64_t ticks = static_cast<std::uint64_t>(kShortRun.count()) * ticks_per_microsecond();
+      static const std::uint64_t ticks = kShortRunUs * ticks_per_microsecond();
       return ticks;
     }
 

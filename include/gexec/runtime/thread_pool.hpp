@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -39,6 +38,7 @@
 #include <unistd.h>
 #endif
 
+#include "../detail/clock.hpp"
 #include "../detail/last_error.hpp"
 #include "../detail/workspace.hpp"
 #include "../error.hpp"
@@ -76,16 +76,16 @@ inline void futex_wake(std::atomic<std::uint32_t>& word, bool all) noexcept {
 #endif
 }
 
-/// Spins until done() or for about `budget`; whether done() held.
+/// Spins until done() or for about `budget_ns` nanoseconds; whether done() held.
 template <class Done>
-bool spin_until(Done done, std::chrono::nanoseconds budget) noexcept {
-  const auto deadline = std::chrono::steady_clock::now() + budget;
+bool spin_until(Done done, std::int64_t budget_ns) noexcept {
+  const std::int64_t deadline = monotonic_ns() + budget_ns;
   do {
     for (int i = 0; i < 32; ++i) {
       if (done()) return true;
       cpu_relax();
     }
-  } while (std::chrono::steady_clock::now() < deadline);
+  } while (monotonic_ns() < deadline);
   return done();
 }
 
@@ -285,7 +285,7 @@ class thread_pool {
       return 0;
     }
     auto passed = [&] { return j.phase.load(std::memory_order_acquire) != phase; };
-    if (j.spin && spin_until(passed, kSpinFor)) return 0;
+    if (j.spin && spin_until(passed, kSpinForNs)) return 0;
     j.sleepers.fetch_add(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     while (j.phase.load(std::memory_order_seq_cst) == phase) futex_wait(j.phase, phase);
@@ -339,7 +339,7 @@ class thread_pool {
  private:
   // Spinning pays only while the threads we wait for have cores of their own; a wait
   // that outlasts this sleeps.
-  static constexpr std::chrono::microseconds kSpinFor{10};
+  static constexpr std::int64_t kSpinForNs = 10'000;  // 10 us
 
   enum : std::uint32_t { kOff, kIdle, kReserved, kPosted, kRunning, kStop };
   static constexpr std::uint16_t kNone = 0xffff;
@@ -574,7 +574,7 @@ class thread_pool {
     std::uint32_t left = stolen == 0 ? lead.pending.load(std::memory_order_acquire)
                                      : lead.pending.fetch_sub(stolen, std::memory_order_acq_rel) - stolen;
     if (left == 0) return;
-    if (spin_ && spin_until([&] { return lead.pending.load(std::memory_order_acquire) == 0; }, kSpinFor)) return;
+    if (spin_ && spin_until([&] { return lead.pending.load(std::memory_order_acquire) == 0; }, kSpinForNs)) return;
     left = lead.pending.fetch_or(kSleeping, std::memory_order_acq_rel);
     while ((left & ~kSleeping) != 0) {
       futex_wait(lead.pending, left | kSleeping);
@@ -593,7 +593,7 @@ class thread_pool {
       v = s.state.load(std::memory_order_acquire);
       return v == kPosted || v == kStop;
     };
-    if (ready() || (spin && spin_until(ready, kSpinFor))) return v;
+    if (ready() || (spin && spin_until(ready, kSpinForNs))) return v;
     for (;;) {
       const std::uint32_t w = s.wake.fetch_or(1, std::memory_order_seq_cst) | 1;
       std::atomic_thread_fence(std::memory_order_seq_cst);  // see run_parallel()
