@@ -230,12 +230,11 @@ int run(options o) {
   std::optional<gexec::param_dict> dump;
   fs::path dump_file;
   if (!o.compare_dump.empty()) {
-    dump_file = gexec::find_dump_file(o.compare_dump);
-    dump = gexec::load_param_dict_file(dump_file);
+    dump = read_reference_dump(o.compare_dump, l.ex().get_graph(), dump_file);
   }
   set_inputs(o, l, dump ? &*dump : nullptr);
   bool matched = true;
-  if (dump) matched = compare_with_dump(o, l, *dump, dump_file);
+  if (dump) matched = compare_with_dump(o, l.ex(), *dump, dump_file);
   gexec::no_observer none;
   const auto first_start = stopwatch::now();
   run_with_policy(o, l.ex(), none);
@@ -265,16 +264,7 @@ int run(options o) {
 
   if (!o.dump_dir.empty()) {
     make_dir(o.dump_dir, "--dump-dir");
-    const gexec::graph& g = l.ex().get_graph();
-    std::size_t files = 0;
-    const std::size_t width = std::to_string(g.nodes.empty() ? 0 : g.nodes.size() - 1).size();
-    for (const gexec::node_output& out : gexec::debug_get_outputs(l.ex())) {
-      std::string id = std::to_string(out.node_id);
-      id.insert(0, width - std::min(width, id.size()), '0');  // zero-padded: names sort in graph order
-      const std::string stem = id + "_" + file_stem(g.nodes[out.node_id].name) + "_" + std::to_string(out.index);
-      gexec::save_npy_file(fs::path(o.dump_dir) / (stem + ".npy"), out.value);
-      ++files;
-    }
+    const std::size_t files = write_node_dump(o.dump_dir, l.ex().get_graph(), gexec::debug_get_outputs(l.ex()));
     std::cout << "wrote " << files << " node outputs to " << o.dump_dir << '\n';
   }
   if (o.profile) {
