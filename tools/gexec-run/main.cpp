@@ -348,11 +348,13 @@ int main(int argc, char** argv) {
   app.add_option("--trace", o.trace, "write a Chrome trace (Perfetto) of --repeat runs to FILE")->group("Measure");
   app.add_option("--compare-dump", o.compare_dump,
                  "compare every node's outputs with TVM's debug executor's dump (its dump_root, or the _tvmdbg_device_* folder in it) "
-                 "within --atol/--rtol; inputs not given come from the dump; exit 2 at a divergence")
+                 "or a folder --dump-dir wrote (a Relax function's: TVM's VM writes none) within --atol/--rtol; "
+                 "inputs not given come from the dump; exit 2 at a divergence")
       ->group("Measure");
   app.add_flag("--allow-missing", o.allow_missing, "with --compare-dump: a dump that lacks some node outputs may still match (they are counted)")
       ->group("Measure");
-  app.add_option("--dump-dir", o.dump_dir, "write every node's outputs as DIR/<node>_<name>_<i>.npy, <node> zero-padded so that names sort in graph order")->group("Measure");
+  app.add_option("--dump-dir", o.dump_dir, "write every node's outputs as DIR/<node>_<name>_<i>.npy, <node> zero-padded so that names sort in graph order "
+                 "(a graph model, or a Relax function run as a graph)")->group("Measure");
   app.add_option("--threads", o.threads, "threads of the kernels' thread pool (default: the cores this process may use)")->group("Execution");
   app.add_option("--device", o.device, "device to run on: cpu[:N] or cuda[:N] (default cpu); a graph that places entries on the host runs them there")->group("Execution");
   app.add_option("--policy", o.policy, "execution policy: sequential or parallel (independent branches at once)")
