@@ -429,6 +429,47 @@ TEST_CASE("--dump-dir writes every node's output as the node left it") {
   for (std::size_t i = 0; i < 3; ++i) CHECK(soft[i] == doctest::Approx(want[i]));
 }
 
+TEST_CASE("--compare-dump reads a folder --dump-dir wrote: inputs from it, the node whose file changed named") {
+  const fs::path dir = scratch("compare_own_dump");
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  const result w = run_cli(split + " -i x=0.5,-1,2,0.25 --dump-dir " + (dir / "nodes").string());
+  REQUIRE(w.status == 0);
+  // Without -i: x comes from 0_x_0.npy, and every node agrees bit for bit.
+  const result same = run_cli(split + " --compare-dump " + (dir / "nodes").string());
+  CHECK(same.status == 0);
+  CHECK(has(same, "input x: from the dump"));
+  CHECK(has(same, "MATCH: 7 of 7 node outputs compared, all agree bit for bit (atol 0, rtol 0)"));
+  check_close(printed(same, "softmax:0"), mlp(x));
+  // dense1's file with one element changed (its value computed here, not by gexec).
+  const auto params = gexec::load_param_dict_file(params_file);
+  const auto w1 = values_of(params.at("w1"));
+  std::vector<float> dense1(8);
+  for (std::size_t i = 0; i < 8; ++i)
+    for (std::size_t k = 0; k < 4; ++k) dense1[i] += w1[i * 4 + k] * x[k];
+  const auto dumped = values_of(gexec::load_npy_file(dir / "nodes" / "3_dense1_0.npy"));
+  REQUIRE(dumped.size() == 8);
+  for (std::size_t i = 0; i < 8; ++i) CHECK(dumped[i] == doctest::Approx(dense1[i]));
+  fs::copy(dir / "nodes", dir / "changed");
+  auto changed = dumped;
+  changed[6] += 0.5f;
+  gexec::save_npy_file(dir / "changed" / "3_dense1_0.npy", tensor({1, 8}, changed));
+  const result b = run_cli(split + " --compare-dump " + (dir / "changed").string());
+  CHECK(b.status == 2);
+  CHECK(has(b, "FIRST DIVERGENCE at node 3 (dense1), output 0: float32[1, 8]"));
+  CHECK(has(b, "1 of 8 elements beyond atol 0 rtol 0, the first at flat index 6; max abs diff 0.5"));
+  // A file missing is a node not compared; a folder of no such file is refused.
+  fs::remove(dir / "changed" / "5_dense2_0.npy");
+  fs::copy_file(dir / "nodes" / "3_dense1_0.npy", dir / "changed" / "3_dense1_0.npy", fs::copy_options::overwrite_existing);
+  const result partial = run_cli(split + " --compare-dump " + (dir / "changed").string());
+  CHECK(partial.status == 2);
+  CHECK(has(partial, "INCOMPLETE: the dump holds 6 of the graph's 7 node outputs"));
+  CHECK(run_cli(split + " --compare-dump " + (dir / "changed").string() + " --allow-missing").status == 0);
+  fs::create_directories(dir / "empty");
+  const result none = run_cli(split + " --compare-dump " + (dir / "empty").string());
+  CHECK(none.status == 1);
+  CHECK(has(none, "nor a file gexec-run --dump-dir writes for this graph (such as 0_x_0.npy)"));
+}
+
 TEST_CASE("--compare-dump: every node against a dump in TVM's layout, inputs from it, exit 2 at the first divergence") {
   const fs::path dir = scratch("compare_dump");
   const std::vector<float> x = {0.5f, -1, 2, 0.25f};

@@ -57,8 +57,9 @@ inline bool check_expected(const std::string& spec, loaded& l, const options& o)
 
 /// --compare-dump: every node's outputs against TVM's dump, as a table in graph order, then
 /// the first node beyond the tolerance in detail; false when there is one.
-inline bool compare_with_dump(const options& o, loaded& l, const gexec::param_dict& dump, const fs::path& file) {
-  gexec::dump_comparison c = gexec::compare_dump(l.ex(), dump, {.atol = o.atol, .rtol = o.rtol});
+template <class Executor>
+bool compare_with_dump(const options& o, Executor& ex, const gexec::param_dict& dump, const fs::path& file) {
+  gexec::dump_comparison c = gexec::compare_dump(ex, dump, {.atol = o.atol, .rtol = o.rtol});
   c.file = file;
   std::cout << "every node's outputs against " << file.string() << " (atol " << o.atol << ", rtol " << o.rtol << "):\n" << c.table();
   std::size_t within = 0;

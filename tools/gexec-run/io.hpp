@@ -157,6 +157,73 @@ inline std::string file_stem(const std::string& name) {
   return s.empty() || s[0] == '.' ? "_" + s : s;
 }
 
+// ---- per-node dumps: --dump-dir writes them, --compare-dump reads them back ---------
+//
+// gexec's dump of one run is a folder of .npy files, one a node output (inputs and
+// parameters included): DIR/<node id>_<node name>_<output index>.npy, the id zero-padded
+// to the width of the last node's so that names sort in graph order. --compare-dump reads
+// it, or TVM's debug executor's output_tensors.params, keyed by gexec::dump_key.
+
+/// The file name (without .npy) of output `index` of node `nid` of `g` in a dump.
+inline std::string node_dump_stem(const gexec::graph& g, std::uint32_t nid, std::uint32_t index) {
+  const std::size_t width = std::to_string(g.nodes.empty() ? 0 : g.nodes.size() - 1).size();
+  std::string id = std::to_string(nid);
+  id.insert(0, width - std::min(width, id.size()), '0');
+  return id + "_" + file_stem(g.nodes[nid].name) + "_" + std::to_string(index);
+}
+
+/// A dtype mapping (a Relax executable's bool and float8 codes to gexec's and back); null: none.
+using dtype_map = DLDataType (*)(DLDataType) noexcept;
+
+/// `a` with its dtype mapped by `map`: a view of the same bytes where the dtype changes.
+inline gexec::ndarray retyped(const gexec::ndarray& a, dtype_map map) {
+  if (map == nullptr || !a.defined() || gexec::same_dtype(map(a.dtype()), a.dtype())) return a;
+  DLTensor t = a.dltensor();
+  t.dtype = map(t.dtype);
+  return gexec::ndarray::view(t, a.storage_owner());
+}
+
+/// Writes every node output of one run of `g` (gexec::debug_get_outputs) under `dir`, each
+/// dtype mapped by `map`; returns how many files it wrote.
+inline std::size_t write_node_dump(const std::string& dir, const gexec::graph& g, const std::vector<gexec::node_output>& outputs,
+                                   dtype_map map = nullptr) {
+  std::size_t files = 0;
+  for (const gexec::node_output& out : outputs) {
+    gexec::save_npy_file(fs::path(dir) / (node_dump_stem(g, out.node_id, out.index) + ".npy"), retyped(out.value, map));
+    ++files;
+  }
+  return files;
+}
+
+/// The reference dump --compare-dump names, keyed as gexec::compare_dump looks its tensors
+/// up: TVM's debug executor's (a file, or a folder holding output_tensors.params or one
+/// _tvmdbg_device_* folder: gexec::find_dump_file), or else a folder gexec-run --dump-dir
+/// wrote for the same graph, each tensor's dtype mapped by `map`. `file` is set to what
+/// was read.
+inline gexec::param_dict read_reference_dump(const std::string& dir, const gexec::graph& g, fs::path& file, dtype_map map = nullptr) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw gexec::error(gexec::errc::io, "--compare-dump " + dir + ": no such file or directory");
+  bool tvm = !fs::is_directory(dir, ec) || fs::is_regular_file(fs::path(dir) / "output_tensors.params", ec);
+  if (!tvm)
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) tvm = tvm || e.path().filename().string().starts_with("_tvmdbg_device_");
+  if (tvm) {
+    file = gexec::find_dump_file(dir);
+    return gexec::load_param_dict_file(file);
+  }
+  file = dir;
+  gexec::param_dict dump;
+  for (std::uint32_t nid = 0; nid < g.nodes.size(); ++nid)
+    for (std::uint32_t k = 0; k < g.nodes[nid].num_outputs; ++k) {
+      const fs::path p = fs::path(dir) / (node_dump_stem(g, nid, k) + ".npy");
+      if (fs::is_regular_file(p, ec)) dump.set(gexec::dump_key(g.nodes[nid].name, nid, k), retyped(gexec::load_npy_file(p), map));
+    }
+  if (dump.size() == 0)
+    throw gexec::error(gexec::errc::io, "--compare-dump " + dir + ": holds neither TVM's output_tensors.params (or a _tvmdbg_device_* folder) nor " +
+                                            "a file gexec-run --dump-dir writes for this graph (such as " +
+                                            (g.nodes.empty() ? std::string("0_<node>_0") : node_dump_stem(g, 0, 0)) + ".npy): a dump of another model?");
+  return dump;
+}
+
 inline void make_dir(const std::string& dir, const std::string& flag) {
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -230,12 +230,11 @@ int run(options o) {
   std::optional<gexec::param_dict> dump;
   fs::path dump_file;
   if (!o.compare_dump.empty()) {
-    dump_file = gexec::find_dump_file(o.compare_dump);
-    dump = gexec::load_param_dict_file(dump_file);
+    dump = read_reference_dump(o.compare_dump, l.ex().get_graph(), dump_file);
   }
   set_inputs(o, l, dump ? &*dump : nullptr);
   bool matched = true;
-  if (dump) matched = compare_with_dump(o, l, *dump, dump_file);
+  if (dump) matched = compare_with_dump(o, l.ex(), *dump, dump_file);
   gexec::no_observer none;
   const auto first_start = stopwatch::now();
   run_with_policy(o, l.ex(), none);
@@ -265,16 +264,7 @@ int run(options o) {
 
   if (!o.dump_dir.empty()) {
     make_dir(o.dump_dir, "--dump-dir");
-    const gexec::graph& g = l.ex().get_graph();
-    std::size_t files = 0;
-    const std::size_t width = std::to_string(g.nodes.empty() ? 0 : g.nodes.size() - 1).size();
-    for (const gexec::node_output& out : gexec::debug_get_outputs(l.ex())) {
-      std::string id = std::to_string(out.node_id);
-      id.insert(0, width - std::min(width, id.size()), '0');  // zero-padded: names sort in graph order
-      const std::string stem = id + "_" + file_stem(g.nodes[out.node_id].name) + "_" + std::to_string(out.index);
-      gexec::save_npy_file(fs::path(o.dump_dir) / (stem + ".npy"), out.value);
-      ++files;
-    }
+    const std::size_t files = write_node_dump(o.dump_dir, l.ex().get_graph(), gexec::debug_get_outputs(l.ex()));
     std::cout << "wrote " << files << " node outputs to " << o.dump_dir << '\n';
   }
   if (o.profile) {
@@ -358,11 +348,13 @@ int main(int argc, char** argv) {
   app.add_option("--trace", o.trace, "write a Chrome trace (Perfetto) of --repeat runs to FILE")->group("Measure");
   app.add_option("--compare-dump", o.compare_dump,
                  "compare every node's outputs with TVM's debug executor's dump (its dump_root, or the _tvmdbg_device_* folder in it) "
-                 "within --atol/--rtol; inputs not given come from the dump; exit 2 at a divergence")
+                 "or a folder --dump-dir wrote (a Relax function's: TVM's VM writes none) within --atol/--rtol; "
+                 "inputs not given come from the dump; exit 2 at a divergence")
       ->group("Measure");
   app.add_flag("--allow-missing", o.allow_missing, "with --compare-dump: a dump that lacks some node outputs may still match (they are counted)")
       ->group("Measure");
-  app.add_option("--dump-dir", o.dump_dir, "write every node's outputs as DIR/<node>_<name>_<i>.npy, <node> zero-padded so that names sort in graph order")->group("Measure");
+  app.add_option("--dump-dir", o.dump_dir, "write every node's outputs as DIR/<node>_<name>_<i>.npy, <node> zero-padded so that names sort in graph order "
+                 "(a graph model, or a Relax function run as a graph)")->group("Measure");
   app.add_option("--threads", o.threads, "threads of the kernels' thread pool (default: the cores this process may use)")->group("Execution");
   app.add_option("--device", o.device, "device to run on: cpu[:N] or cuda[:N] (default cpu); a graph that places entries on the host runs them there")->group("Execution");
   app.add_option("--policy", o.policy, "execution policy: sequential or parallel (independent branches at once)")

@@ -5,10 +5,19 @@
 //   gexec-run model.so --function main -i x=@x.npy --output out.npz
 //   gexec-run model.so --params weights.safetensors -i x=@x.npy --expected 0=@want.npy
 //   gexec-run model.so --info
+//   gexec-run model.so -i x=@x.npy --dump-dir nodes/         # every node's outputs
+//   gexec-run model.so --compare-dump nodes/ --atol 1e-5     # against such a dump
+//
+// Per-node dumps are for a function gexec runs as a graph (--info says which): its nodes
+// are the arguments, the constants and the kernel calls of the translated function, and
+// the files are those of a graph model's dump (io.hpp). TVM's VM writes no per-node dump,
+// so the reference for --compare-dump is a dump gexec-run wrote (on another machine, or
+// by another build). An interpreted function is refused both: its kernel calls are not
+// fixed nodes (a branch or a loop decides which run), so nothing would name them alike
+// from one dump to another.
 //
 // What a graph model's run does not share with a function call (the split form, bundles,
-// per-node comparison with TVM's dump, traces, other devices and planners) is refused
-// with the reason.
+// traces, other devices and planners) is refused with the reason.
 #include <gexec/relax.hpp>
 
 #include "checks.hpp"
@@ -25,7 +34,6 @@ inline void refuse_graph_options(const options& o) {
   auto no = [](bool given, const char* flag, const char* why) {
     if (given) fail(std::string(flag) + ": " + why + " (the model is a Relax VM executable)");
   };
-  no(!o.compare_dump.empty(), "--compare-dump", "TVM's VM writes no per-node dump to compare with");
   no(!o.make_bundle.empty() || !o.verify.empty(), "--make-bundle/--verify", "bundles hold graph models");
   no(!o.trace.empty(), "--trace", "traces record graph runs; use --profile for a function that runs as a graph");
   no(!o.dot.empty(), "--dot", "write the graph of a graph function with --info instead");
@@ -33,7 +41,6 @@ inline void refuse_graph_options(const options& o) {
   no(o.policy != "sequential" || o.cuda_graph, "--policy/--cuda-graph", "a function runs its steps in order");
   no(o.planner != "as_compiled", "--planner", "graph functions are planned by liveness");
   no(o.zero_missing, "--zero-missing", "every argument of a function is given");
-  no(!o.dump_dir.empty(), "--dump-dir", "not for Relax executables yet");
 }
 
 /// What is known of each argument the caller passes: its name, and for a function run as
@@ -54,7 +61,10 @@ inline std::vector<gexec::tensor_info> argument_infos(const gexec::relax::execut
   return infos;
 }
 
-inline std::vector<gexec::ndarray> read_arguments(const options& o, const std::vector<gexec::tensor_info>& infos, bool typed) {
+/// The arguments the command line gives; with --compare-dump, those it does not come from
+/// the dump's values of the graph's input nodes (`dump` and `g`, else null).
+inline std::vector<gexec::ndarray> read_arguments(const options& o, const std::vector<gexec::tensor_info>& infos, bool typed,
+                                                  const gexec::param_dict* dump = nullptr, const gexec::graph* g = nullptr) {
   std::vector<std::optional<gexec::ndarray>> args(infos.size());
   auto place = [&](int index, gexec::ndarray a, const std::string& from) {
     auto& slot = args[static_cast<std::size_t>(index)];
@@ -73,6 +83,10 @@ inline std::vector<gexec::ndarray> read_arguments(const options& o, const std::v
     else if (!value.empty() && value.front() == '@' && value.ends_with(".npy")) place(index, gexec::load_npy_file(value.substr(1)), spec);
     else fail(what + ": this function is interpreted, so its arguments' shapes are known only at the call: give NAME=@FILE.npy");
   }
+  for (std::size_t i = 0; i < args.size() && dump && g; ++i)
+    for (std::uint32_t nid = 0; nid < g->nodes.size() && !args[i]; ++nid)
+      if (!g->nodes[nid].is_op() && g->nodes[nid].name == infos[i].name)
+        if (const gexec::ndarray* v = dump->find(gexec::dump_key(infos[i].name, nid, 0))) args[i] = retyped(*v, &gexec::relax::from_vm_dtype);
   std::vector<gexec::ndarray> out;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (!args[i]) fail("argument " + infos[i].name + " (" + std::to_string(i) + ") was not given (--input " + infos[i].name + "=@FILE.npy)");
@@ -131,8 +145,18 @@ inline int run_relax(const options& o) {
   }
   (void)exe.function(function);  // errc::not_found, naming the functions there are
   const auto infos = relax_run::argument_infos(exe, function);
-  const std::vector<gexec::ndarray> args = relax_run::read_arguments(o, infos, exe.graph_of(function) != nullptr);
   gexec::relax::virtual_machine vm(exe);
+  const bool per_node = !o.dump_dir.empty() || !o.compare_dump.empty();
+  if (per_node && !exe.graph_of(function))
+    fail(std::string(o.dump_dir.empty() ? "--compare-dump" : "--dump-dir") + ": function \"" + function + "\" is interpreted (" +
+         exe.interpreted_because(function) + "); per-node dumps are written and compared for a function gexec runs as a graph, whose "
+         "nodes are its kernel calls, and an interpreted function's calls are not fixed nodes (--info says which functions are graphs)");
+  std::optional<gexec::param_dict> dump;
+  fs::path dump_file;
+  if (!o.compare_dump.empty())  // in the executable's dtypes, as the graph's nodes hold them
+    dump = read_reference_dump(o.compare_dump, vm.graph_executor(function).get_graph(), dump_file, &gexec::relax::to_vm_dtype);
+  const std::vector<gexec::ndarray> args = relax_run::read_arguments(o, infos, exe.graph_of(function) != nullptr, dump ? &*dump : nullptr,
+                                                                     dump ? &vm.graph_executor(function).get_graph() : nullptr);
   const auto first_start = stopwatch::now();
   const std::vector<gexec::ndarray> outputs = vm.run(function, args);
   const double first_run = seconds_since(first_start);
@@ -163,6 +187,13 @@ inline int run_relax(const options& o) {
     const gexec::ndarray want = read_npy_as(value.substr(1), outputs[static_cast<std::size_t>(index)].dtype());
     matched = compare_arrays(out_infos[static_cast<std::size_t>(index)].name, outputs[static_cast<std::size_t>(index)], want, o) && matched;
   }
+  if (!o.dump_dir.empty()) {  // the run again, node by node, with the same arguments
+    make_dir(o.dump_dir, "--dump-dir");
+    gexec::model::executor& ex = vm.graph_executor(function);
+    const std::size_t files = write_node_dump(o.dump_dir, ex.get_graph(), gexec::debug_get_outputs(ex), &gexec::relax::from_vm_dtype);
+    std::cout << "wrote " << files << " node outputs of " << function << "() to " << o.dump_dir << '\n';
+  }
+  if (dump) matched = compare_with_dump(o, vm.graph_executor(function), *dump, dump_file) && matched;
   if (o.profile) {
     const gexec::profile_report r = gexec::profile(vm.graph_executor(function), {.warmup = 3, .repeat = o.repeat, .number = o.number});
     std::cout << r.table();
