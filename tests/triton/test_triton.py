@@ -16,7 +16,7 @@ weights as inputs) and bad models. Checked:
 outputs bit for bit against TVM's, model metadata against the models' info, each bad
 model's load failure and message, bad requests' errors, 1,000 requests from 8 concurrent
 clients, queued requests cancelled by their gRPC client answered without running, the
-server's memory with 4 instances of ResNet and over 20 load/unload cycles, and a prompt shutdown after a streaming
+server's memory with 4 instances of ResNet and over 10 load/unload cycles, and a prompt shutdown after a streaming
 client with hundreds of requests queued is killed.
 """
 
@@ -555,9 +555,9 @@ def check_memory(env, args, refs, instances=4, slack=16 << 20):
                   % (form, instances, grown / 1e6, weights / 1e6, instances, activations / 1e6, bound / 1e6, slack / 1e6))
 
 
-def check_reloads(env, args, cycles=20, slack=1 << 20):
+def check_reloads(env, args, cycles=10, slack=1 << 20):
     """Load/unload cycles of ResNet (44.7 MB of weights) in explicit model control mode:
-    the server's memory after 20 cycles is within 1 MB of what it was after one, in both
+    the server's memory after 10 cycles is within 1 MB of what it was after one, in both
     forms. (The weights and activations are mappings of their own, unmapped at unload:
     from glibc's heap, after the first unload raised its mmap threshold, they went to the
     arenas of Triton's 4 loading threads, whose tops malloc_trim does not return: the
