@@ -26,13 +26,14 @@ naming the Markdown file and line. Run blocks of one page run in order in one fo
 name: the bundled MLP (examples/mlp) as graph.json, params.bin, lib.so (the sample
 kernels) and model.so (the single-file library holding them), x.npy and image.npy (its
 input), want.npy (its output for that input, computed here), inputs.npz, tvm_out.npz,
-and tvmdbg/ (a per-node dump of the graph made with gexec-run --dump-dir).
+and tvmdbg/ (TVM's debug executor's dump of the graph, made from gexec-run --dump-dir's).
 
   check_docs.py SOURCE_DIR WORK_DIR --gexec-run PATH --kernels PATH --factory PATH
                 [--cc CC] [--cxx CXX] [--include DIR...]
 Standard library only. Exit 0 when every block passes.
 """
 import argparse
+import ast
 import math
 import os
 import re
@@ -167,10 +168,42 @@ def make_fixture(args, folder):
     write_npz(os.path.join(folder, "inputs.npz"), {"x": x})
     write_npz(os.path.join(folder, "tvm_out.npz"), {"0": npy_bytes(want, [1, 3])})
     r = subprocess.run([args.gexec_run, "-g", "graph.json", "-l", "lib.so", "-p", "params.bin",
-                        "-i", "x=@x.npy", "--dump-dir", "tvmdbg/"], cwd=folder,
+                        "-i", "x=@x.npy", "--dump-dir", "nodes.tmp/"], cwd=folder,
                        capture_output=True, text=True)
     if r.returncode != 0:
-        raise SystemExit(f"the fixture's dump (gexec-run --dump-dir tvmdbg/) failed:\n{r.stdout}{r.stderr}")
+        raise SystemExit(f"the fixture's dump (gexec-run --dump-dir) failed:\n{r.stdout}{r.stderr}")
+    tvm_debug_dump(os.path.join(folder, "nodes.tmp"), os.path.join(folder, "tvmdbg"))
+    shutil.rmtree(os.path.join(folder, "nodes.tmp"))
+
+
+def read_npy_f32(path):
+    data = open(path, "rb").read()
+    (n,) = struct.unpack_from("<H", data, 8)
+    header = ast.literal_eval(data[10:10 + n].decode("latin1"))
+    assert header["descr"] == "<f4" and not header["fortran_order"], path
+    count = math.prod(header["shape"])
+    return list(header["shape"]), struct.unpack_from("<%df" % count, data, 10 + n)
+
+
+def tvm_debug_dump(nodes, out):
+    """TVM's debug executor's dump (DIR/_tvmdbg_device_CPU_0/output_tensors.params, a
+    save_param_dict blob keyed "<node>____topo-index:<id>____output-num:<i>") of the
+    node outputs gexec-run --dump-dir wrote as NODE_NAME_OUTPUT.npy files."""
+    tensors = []
+    for f in sorted(os.listdir(nodes), key=lambda f: int(f.split("_")[0])):
+        node, rest = f[:-len(".npy")].split("_", 1)
+        name, output = rest.rsplit("_", 1)
+        tensors.append((f"{name}____topo-index:{int(node)}____output-num:{int(output)}",) +
+                       tuple(read_npy_f32(os.path.join(nodes, f))))
+    blob = struct.pack("<QQQ", 0xF7E58D4F05049CB7, 0, len(tensors))
+    blob += b"".join(struct.pack("<Q", len(k)) + k.encode() for k, _, _ in tensors)
+    blob += struct.pack("<Q", len(tensors))
+    for _, shape, values in tensors:
+        blob += struct.pack("<QQiiiBBH", 0xDD5E40F096B4A13F, 0, 1, 0, len(shape), 2, 32, 1)
+        blob += struct.pack("<%dq" % len(shape), *shape) + struct.pack("<q", 4 * len(values))
+        blob += struct.pack("<%df" % len(values), *values)
+    os.makedirs(os.path.join(out, "_tvmdbg_device_CPU_0"))
+    open(os.path.join(out, "_tvmdbg_device_CPU_0", "output_tensors.params"), "wb").write(blob)
 
 
 def shell_env(args):
