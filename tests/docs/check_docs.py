@@ -260,7 +260,8 @@ def start_cxx(args, blocks):
     in turn. A whole file is placed there as it is, at global scope (two whole files
     defining the same name conflict); a fragment ("compile: fragment") becomes the body
     of a function, in a namespace of its own, that sees the names tests/docs/prelude.hpp
-    declares, which the text around it defines. Compiled against
+    declares, which the text around it defines (its classes and static_asserts, which
+    start at column 0, go before that function). Compiled against
     the declarations of compiled mode (GEXEC_COMPILED, as gexec::compiled's users do), in
     the background while the shell blocks run: the parse of the headers is most of this
     test's time."""
@@ -270,17 +271,29 @@ def start_cxx(args, blocks):
     for b in blocks:
         fragment = b.argument == "fragment"
         lines = b.text.rstrip("\n").split("\n")
+        outer, inner, in_class = [], [], False
+        for n, l in enumerate(lines):
+            located = f'#line {b.line + 1 + n} "{b.path}"\n' + l
+            if l.startswith("#include"):
+                head.append(located)
+            elif not fragment:
+                outer.append(located)
+            elif in_class or re.match(r"(struct|class)\b", l) or l.startswith("static_assert"):
+                # a class (a local class may not hold a member template) or a static_assert
+                # at column 0 goes before the function, at namespace scope
+                outer.append(located)
+                in_class = re.match(r"(struct|class)\b", l) is not None or (in_class and l != "};")
+                in_class = in_class and not (l.endswith("};") and l.startswith(("struct", "class")))
+            else:
+                inner.append(located)
         if fragment:
             body.append(f"namespace doc_block_{b.line} {{ using namespace doc_prelude;")
+            body += outer
             body.append("[[maybe_unused]] void fragment() {")
-        for n, l in enumerate(lines):
-            located = f'#line {b.line + 1 + n} "{b.path}"\n'
-            if l.startswith("#include"):
-                head.append(located + l)
-            else:
-                body.append(located + l)
-        if fragment:
+            body += inner
             body.append("}}")
+        else:
+            body += outer
     src = os.path.join(args.work, "cxx_blocks.cpp")
     open(src, "w").write("\n".join(head + body) + "\n")
     command = [args.cxx, "-fsyntax-only", "-std=gnu++20", "-DGEXEC_COMPILED", "-Wall", "-Wextra", "-Werror",
