@@ -9,8 +9,11 @@ The marker is an HTML comment on the line right before the opening fence:
                                           up to the next "$ ", are its expected output
                                           (compared exactly, where the page shows any)
   <!-- doc-test: compile -->              a C or C++ block that is a whole file: compiled
-                                          with -fsyntax-only against include/ (the C++ ones
-                                          share one translation unit, each in a namespace)
+                                          with -fsyntax-only -Werror against include/
+  <!-- doc-test: compile: fragment -->    C++ statements using names the text around them
+                                          defines: compiled as a function's body that sees
+                                          tests/docs/prelude.hpp, which declares those names
+                                          (the C++ blocks share one translation unit)
   <!-- doc-test: python -->               a Python block run as written by python/tests/test_docs.py
                                           (the python stage, against the installed package, in
                                           the folder of the conformance models: resnet/...)
@@ -30,7 +33,8 @@ and tvmdbg/ (TVM's debug executor's dump of the graph, made from gexec-run --dum
 
   check_docs.py SOURCE_DIR WORK_DIR --gexec-run PATH --kernels PATH --factory PATH
                 [--cc CC] [--cxx CXX] [--include DIR...]
-Standard library only. Exit 0 when every block passes.
+                [--pages DIR --expect-failing PAGE:LINE,...]   (the test's own check)
+Standard library only. Exit 0 when every block passes. docs/testing.md says more.
 """
 import argparse
 import ast
@@ -104,10 +108,9 @@ def write_npz(path, arrays):
 MLP_INPUT = [0.5, -1.0, 2.0, 0.25]
 
 
-def mlp_reference(root, x):
-    """The bundled MLP's output for x, from its parameters (examples/mlp/params.bin, a
-    tvm.runtime.save_param_dict blob) and its graph (dense, relu, dense, softmax), without
-    gexec: the expectation the pages' --expected and --bundle-expected are checked by."""
+def read_mlp(root):
+    """The bundled MLP's kernels in graph order, and its parameters read from
+    examples/mlp/params.bin (a tvm.runtime.save_param_dict blob): {name: (shape, values)}."""
     import json
     graph = json.load(open(os.path.join(root, "examples/mlp/graph.json")))
     funcs = [n["attrs"]["func_name"] for n in graph["nodes"] if n["op"] == "tvm_op"]
@@ -142,8 +145,10 @@ def dense(x, w, wshape):
 
 
 def expected_mlp_output(root, x):
-    """examples/mlp/graph.json: dense(x, w1), relu, dense(., w2), softmax."""
-    funcs, params = mlp_reference(root, x)
+    """The bundled MLP's output for x computed without gexec (examples/mlp/graph.json:
+    dense(x, w1), relu, dense(., w2), softmax): what the pages' --expected and
+    --bundle-expected are checked against."""
+    funcs, params = read_mlp(root)
     assert funcs == ["test_dense", "test_relu", "test_dense", "test_softmax"], funcs
     (w1s, w1), (w2s, w2) = params["w1"], params["w2"]
     h = [max(0.0, v) for v in dense(x, w1, w1s)]
@@ -172,8 +177,11 @@ def make_fixture(args, folder):
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"the fixture's dump (gexec-run --dump-dir) failed:\n{r.stdout}{r.stderr}")
-    tvm_debug_dump(os.path.join(folder, "nodes.tmp"), os.path.join(folder, "tvmdbg"))
+    tensors = tvm_debug_dump(os.path.join(folder, "nodes.tmp"), os.path.join(folder, "tvmdbg"))
     shutil.rmtree(os.path.join(folder, "nodes.tmp"))
+    last = tensors[-1][2]  # the dump is a reference only where it agrees with the MLP computed here
+    if len(last) != len(want) or any(abs(g - w) > 1e-6 for g, w in zip(last, want)):
+        raise SystemExit(f"the fixture's dump ends with {list(last)}, not the MLP's output {want}")
 
 
 def read_npy_f32(path):
@@ -204,6 +212,7 @@ def tvm_debug_dump(nodes, out):
         blob += struct.pack("<%df" % len(values), *values)
     os.makedirs(os.path.join(out, "_tvmdbg_device_CPU_0"))
     open(os.path.join(out, "_tvmdbg_device_CPU_0", "output_tensors.params"), "wb").write(blob)
+    return tensors
 
 
 def shell_env(args):
