@@ -32,7 +32,7 @@ input), want.npy (its output for that input, computed here), inputs.npz, tvm_out
 and tvmdbg/ (TVM's debug executor's dump of the graph, made from gexec-run --dump-dir's).
 
   check_docs.py SOURCE_DIR WORK_DIR --gexec-run PATH --kernels PATH --factory PATH
-                [--cc CC] [--cxx CXX] [--include DIR...]
+                [--cc CC] [--cxx CXX] [--include DIR...] [--include-list=DIR,DIR...]
                 [--pages DIR --expect-failing PAGE:LINE,...]   (the test's own check)
 Standard library only. Exit 0 when every block passes. docs/testing.md says more.
 """
@@ -351,13 +351,15 @@ def main():
     p.add_argument("--cc", default="cc")
     p.add_argument("--cxx", default="c++")
     p.add_argument("--include", action="append", default=[])
+    p.add_argument("--include-list", action="append", default=[], help="include directories, comma-separated")
     p.add_argument("--pages", help="read README.md and docs/*.md from this folder instead of SOURCE_DIR")
     p.add_argument("--expect-failing", metavar="PAGE:LINE,...",
                    help="the test's own check: exit 0 only if exactly these blocks fail")
     args = p.parse_args()
     for name in ("source", "work", "gexec_run", "kernels", "factory"):
         setattr(args, name, os.path.abspath(getattr(args, name)))
-    args.include = [os.path.join(args.source, "include")] + args.include
+    args.include = [os.path.join(args.source, "include")] + args.include + [
+        d for dirs in args.include_list for d in dirs.split(",") if d and d != "/usr/include"]  # a system dir stays one
     started = time.monotonic()
 
     pages_dir = os.path.abspath(args.pages or args.source)
