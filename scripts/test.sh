@@ -49,8 +49,7 @@
 # here with -Werror too (GEXEC_WARNINGS_AS_ERRORS=ON); users' builds get no -Werror.
 # ccache keeps rebuilds cheap when it is installed (scripts/deps.sh installs it); the
 # tests' precompiled header (GEXEC_TEST_PCH) needs its pch sloppiness to be cached.
-# Every public header is compiled on its own in the g++ Release build only (as compiled mode
-# sees it, as the tests are built there; each _impl.hpp is a header of its own).
+# Every public header is compiled on its own (header-only) in the g++ Release build only.
 # The CUDA tests need nvcc (the CUDA toolkit, /usr/local/cuda on this kind of machine)
 # to compile their kernels; GEXEC_CUDA=OFF leaves them out where there is none. The
 # test labelled gpu runs on a GPU and reports itself skipped elsewhere.
