@@ -548,6 +548,7 @@ def check_memory(env, args, refs, instances=4, slack=16 << 20):
             for t in threads:
                 t.join()
             grown = server.rss_bytes() - before
+            client.close()  # an open connection holds the server's exit for its 30 s timeout
             bound = weights + instances * activations
             check(not wrong, "%s: %d concurrent requests over %d instances answered right" % (form, 6 * instances, instances))
             check(grown <= bound + slack, "%s with %d instances: the server grew by %.1f MB, within one copy of the weights (%.1f MB) + %d x %.2f MB "
@@ -582,6 +583,7 @@ def check_reloads(env, args, cycles=10, slack=1 << 20):
                 while server.log_text().count("successfully unloaded '%s'" % form) <= cycle and time.monotonic() < deadline:
                     time.sleep(0.02)
                 rss.append(server.rss_bytes())
+            client.close()  # an open connection holds the server's exit for its 30 s timeout
             check(rss[-1] - rss[0] <= slack, "%s: %d load/unload cycles: the server holds %.1f MB after the first, %.1f MB after the last (want within %.2f MB; "
                   "MB over the first, cycle by cycle: %s)" % (form, cycles, rss[0] / 1e6, rss[-1] / 1e6, slack / 1e6,
                                                               " ".join("%.2f" % ((r - rss[0]) / 1e6) for r in rss[1:])))

@@ -178,7 +178,10 @@ def infer(protocol, server, model, inputs, output="output0"):
         t = tc.InferInput(name, list(array.shape), "FP32")
         t.set_data_from_numpy(array)
         tensors.append(t)
-    return c.infer(model, tensors, outputs=[tc.InferRequestedOutput(output)]).as_numpy(output)
+    try:
+        return c.infer(model, tensors, outputs=[tc.InferRequestedOutput(output)]).as_numpy(output)
+    finally:
+        c.close()  # an open connection would hold the server's exit for its 30 s timeout
 
 
 def same(got, want):
