@@ -159,9 +159,11 @@ arm_stage() {
     -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake"
   # gexec_c and the test kernels too, for the Java binding run by an aarch64 JVM under qemu
   # (binding_java_aarch64; scripts/deps.sh unpacks the JVM, else the test is SKIPPED).
-  cmake --build "$build-aarch64" -j "$jobs" --target "${arm_unit_tests[@]}" test_conformance gexec_c gexec_test_kernels
-  GEXEC_CONF_VENV=$venv ctest --test-dir "$build-aarch64" --output-on-failure -j "$jobs" \
-    -R "^($unit_tests|conformance_models|test_conformance|static_deploy|binding_java_aarch64)\$"
+  # The Relax suite compiled by TVM 0.27 for aarch64 with the gcc stage's venv (SKIPPED
+  # without it), its outputs compared with TVM's VM on x86-64 (relax_models, test_relax_suite).
+  cmake --build "$build-aarch64" -j "$jobs" --target "${arm_unit_tests[@]}" test_conformance gexec_c gexec_test_kernels test_relax_suite
+  GEXEC_CONF_VENV=$venv GEXEC_RELAX_VENV=$root/$build/tvm_ffi/venv ctest --test-dir "$build-aarch64" --output-on-failure -j "$jobs" \
+    -R "^($unit_tests|conformance_models|test_conformance|static_deploy|binding_java_aarch64|relax_models|test_relax_suite)\$"
   configure "$build-armhf" arm-linux-gnueabihf-gcc arm-linux-gnueabihf-g++ "${common[@]}" \
     -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/arm-linux-gnueabihf.cmake"
   cmake --build "$build-armhf" -j "$jobs" --target test_conformance "${armhf_unit_tests[@]}"

@@ -1,7 +1,14 @@
 """Relax models compiled by today's TVM (relax.build, export_library), run by TVM's own
 VM, and what gexec must make of them.
 
-    python generate_models.py OUT_DIR
+    python generate_models.py OUT_DIR [--target aarch64]
+
+With --target aarch64 the same models are compiled for 64-bit ARM (the kernels by TVM's
+LLVM for aarch64-linux-gnu with NEON, linked by Debian's aarch64-linux-gnu-g++) for
+gexec cross-built for that machine to run under qemu-user; TVM cannot run ARM code here,
+so the outputs recorded are those of TVM's VM running the same module compiled for this
+x86-64 machine, with the same inputs, and each case says how close an ARM run must come
+(a "close" line; see ARM_TOLERANCE).
 
 For each model: OUT_DIR/<name>.so (the single-file library TVM >= 0.21 exports: the
 relax.VMExecutable module beside its kernels), OUT_DIR/<name>.npz (inputs in0, in1, ...
@@ -21,6 +28,26 @@ from tvm.relax.frontend import nn
 from tvm.script import relax as R
 
 TARGET = "llvm"
+
+# The machines a suite is compiled for: TVM's target and the compiler export_library links
+# the kernels with (None: TVM's default, the host's).
+TARGETS = {
+    "x86_64": (TARGET, None),
+    "aarch64": ({"kind": "llvm", "mtriple": "aarch64-linux-gnu", "mattr": ["+neon"]}, "aarch64-linux-gnu-g++"),
+}
+
+# How close gexec's run of the ARM build must come to TVM's VM on the x86-64 build, per
+# model (atol, rtol); a model not named must be bit for bit (tiny, int8, float16,
+# tuple_out, the two functions, if_else, float8_constants are). Where the kernels sum float32
+# products (matmul, conv2d, batch norm, softmax), the aarch64 kernels round their sums
+# otherwise (likely LLVM's fused multiply-adds, which x86-64's baseline CPU lacks):
+# measured under qemu-aarch64, at most 7.6e-6 (nn_mlp), 3.8e-6 (mlp), 9.5e-7 (convnet,
+# dynamic_batch), 4.8e-7 (attention).
+ARM_TOLERANCE = {
+    "mlp": (1e-5, 1e-5), "nn_mlp": (1e-5, 1e-5), "mlp_constants": (1e-5, 1e-5),
+    "convnet": (1e-5, 1e-5), "convnet_constants": (1e-5, 1e-5), "attention": (1e-5, 1e-5),
+    "dynamic_batch": (1e-5, 1e-5),
+}
 
 
 @tvm.script.ir_module
@@ -149,6 +176,26 @@ class IfElse:
         return y
 
 
+def float8_constants():
+    """float32 x plus two constants stored as float8 (e4m3fn and e5m2, ml_dtypes' bits):
+    what gexec's reader must take with TVM >= 0.21's dtype codes (10 and 12), bit for bit.
+    Returns the module and the constants' bits."""
+    import ml_dtypes
+
+    values = [0.5, -1.25, 448.0, -0.0, 2.0**-9, 3.0, -240.0, 0.0625]
+    e4m3 = np.array(values, dtype=ml_dtypes.float8_e4m3fn).reshape(2, 4)
+    e5m2 = np.array(values[:2] + [57344.0, -0.0, 2.0**-16] + values[5:], dtype=ml_dtypes.float8_e5m2).reshape(2, 4)
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", R.Tensor((2, 4), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            a = bb.emit(relax.op.astype(relax.const(tvm.runtime.tensor(e4m3)), "float32"))
+            b = bb.emit(relax.op.astype(relax.const(tvm.runtime.tensor(e5m2)), "float32"))
+            y = bb.emit_output(relax.op.add(relax.op.add(x, a), b))
+        bb.emit_func_output(y)
+    return bb.get(), e4m3.view(np.uint8), e5m2.view(np.uint8)
+
+
 @tvm.script.ir_module
 class DynamicBatch:
     @R.function
@@ -205,8 +252,15 @@ def bind_constants(mod, names, arrays):
     return relax.transform.BindParams("main", params)(mod)
 
 
-def main(out):
+def main(out, machine="x86_64"):
     os.makedirs(out, exist_ok=True)
+    target, cc = TARGETS[machine]
+    cross = machine != "x86_64"
+    export = {}
+    if cc:
+        from tvm.support import cc as tvm_cc
+
+        export = {"fcompile": tvm_cc.cross_compiler(cc)}
     rng = np.random.default_rng(20)
     dev = tvm.cpu()
     cases = []
@@ -219,9 +273,12 @@ def main(out):
         `weights` (name -> array) are passed after the inputs and written to parameter
         files (TVM's blob and .safetensors) that gexec binds by name."""
         lib_path = name + ".so"
-        ex = relax.build(mod, target=TARGET, exec_mode=exec_mode)
-        ex.export_library(os.path.join(out, lib_path))
-        vm = relax.VirtualMachine(tvm.runtime.load_module(os.path.join(out, lib_path)), dev)
+        ex = relax.build(mod, target=tvm.target.Target(target), exec_mode=exec_mode)
+        ex.export_library(os.path.join(out, lib_path), **export)
+        if cross:  # TVM runs the module built for this machine instead
+            vm = relax.VirtualMachine(relax.build(mod, target=TARGET, exec_mode=exec_mode), dev)
+        else:
+            vm = relax.VirtualMachine(tvm.runtime.load_module(os.path.join(out, lib_path)), dev)
         params = []
         if weights:
             with open(os.path.join(out, name + ".params"), "wb") as f:
@@ -242,6 +299,8 @@ def main(out):
                         "data": data + ".npz", "inputs": len(args), "outputs": len(outs)}
                 if p:
                     case["params"] = p
+                if cross and name in ARM_TOLERANCE:
+                    case["close"] = ARM_TOLERANCE[name]
                 cases.append(case)
 
     build("tiny", Tiny, "main", [f32(1, 16)])
@@ -267,14 +326,18 @@ def main(out):
     wd = f32(16, 8)
     build("dynamic_batch", DynamicBatch, "main", None, runs=[[f32(1, 16), wd], [f32(5, 16), wd], [f32(32, 16), wd]])
 
+    f8_mod, e4m3_bits, e5m2_bits = float8_constants()
+    build("float8_constants", f8_mod, "main", [f32(2, 4)])
+    np.savez(os.path.join(out, "float8_constants_bits.npz"), e4m3fn=e4m3_bits, e5m2=e5m2_bits)
+
     # Refused at load: the VM-TIR form (exec_mode="compiled"), whose functions call TVM's
     # runtime (TVMBackendAnyList*) from compiled code.
-    relax.build(TwoFunctions, target=TARGET, exec_mode="compiled").export_library(os.path.join(out, "compiled_mode.so"))
+    relax.build(TwoFunctions, target=tvm.target.Target(target), exec_mode="compiled").export_library(os.path.join(out, "compiled_mode.so"), **export)
     cases.append({"name": "compiled_mode", "library": "compiled_mode.so", "function": "main",
                   "error": {"code": "invalid_module", "parts": ["TVMBackendAnyList", "exec_mode=\"compiled\""]}})
 
     with open(os.path.join(out, "manifest.json"), "w") as f:
-        json.dump({"tvm": tvm.__version__, "cases": cases}, f, indent=1)
+        json.dump({"tvm": tvm.__version__, "machine": machine, "cases": cases}, f, indent=1)
     # The same, one line a fact, for the C++ suite (no JSON parser needed there).
     with open(os.path.join(out, "manifest.txt"), "w") as f:
         for c in cases:
@@ -287,8 +350,12 @@ def main(out):
                 f.write("data %s %d %d\n" % (c["data"], c["inputs"], c["outputs"]))
                 if "params" in c:
                     f.write("params %s\n" % c["params"])
+                if "close" in c:
+                    f.write("close %g %g\n" % c["close"])
     print("wrote %d cases to %s" % (len(cases), out))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) not in (2, 4) or (len(sys.argv) == 4 and (sys.argv[2] != "--target" or sys.argv[3] not in TARGETS)):
+        sys.exit("usage: generate_models.py OUT_DIR [--target %s]" % "|".join(TARGETS))
+    main(sys.argv[1], sys.argv[3] if len(sys.argv) == 4 else "x86_64")

@@ -57,10 +57,17 @@ inline constexpr std::uint64_t tensor_magic = 0xDD5E40F096B4A13FULL;
 
 namespace detail {
 
+/// The dtype codes of a record as gexec names them (a parameter blob's, TVM v0.19's).
+struct same_dtype_codes {
+  constexpr DLDataType operator()(DLDataType t) const noexcept { return t; }
+};
+
 /// Reads a tensor record up to its data from a byte_reader or a file_reader, and checks
-/// that the reader holds that much data (before anyone allocates for it).
-template <class Reader>
-tensor_header read_tensor_header(Reader& in) {
+/// that the reader holds that much data (before anyone allocates for it). `to_gexec`
+/// maps the record's dtype to gexec's codes (records whose writer names dtypes otherwise,
+/// as a Relax executable's constants do); a dtype it maps to one gexec lacks is refused.
+template <class Reader, class ToGexec = same_dtype_codes>
+tensor_header read_tensor_header(Reader& in, ToGexec to_gexec = {}) {
   auto magic = in.template read<std::uint64_t>("tensor magic");
   if (magic != tensor_magic) {
     char hex[19];
@@ -82,8 +89,10 @@ tensor_header read_tensor_header(Reader& in) {
             std::to_string(in.remaining()) + " left");
   if (ndim > max_ndim) in.fail("ndim " + std::to_string(ndim) + " exceeds gexec's limit of " + std::to_string(max_ndim));
   if (h.dtype.lanes != 1) in.fail("dtype " + to_string(h.dtype) + " has " + std::to_string(h.dtype.lanes) + " lanes; saved tensors have 1");
+  const DLDataType written = h.dtype;
+  h.dtype = to_gexec(written);
   if (!is_supported(h.dtype))
-    in.fail("unsupported dtype (code " + std::to_string(h.dtype.code) + ", bits " + std::to_string(h.dtype.bits) + ")");
+    in.fail("unsupported dtype (code " + std::to_string(written.code) + ", bits " + std::to_string(written.bits) + ")");
   h.shape.resize(static_cast<std::size_t>(ndim));
   for (auto& d : h.shape) d = in.template read<std::int64_t>("shape");
   auto bytes = checked_byte_size(h.shape, h.dtype);
@@ -101,9 +110,9 @@ tensor_header read_tensor_header(Reader& in) {
 /// Reads one tensor record from a byte_reader or a file_reader into a tensor that owns
 /// a copy of its data; with `keepalive` set (a byte_reader only), the tensor views the
 /// reader's bytes (which `keepalive` owns) where they are aligned for it.
-template <class Reader>
-ndarray read_tensor_record(Reader& in, const std::shared_ptr<const void>& keepalive) {
-  tensor_header h = read_tensor_header(in);
+template <class Reader, class ToGexec = same_dtype_codes>
+ndarray read_tensor_record(Reader& in, const std::shared_ptr<const void>& keepalive, ToGexec to_gexec = {}) {
+  tensor_header h = read_tensor_header(in, to_gexec);
   if constexpr (std::is_same_v<Reader, byte_reader>) {
     // Names of odd lengths shift everything after them: where the data is misaligned
     // for its elements, copy instead.

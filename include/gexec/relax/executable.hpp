@@ -57,6 +57,32 @@ inline constexpr std::uint64_t vm_magic_with_scopes = 0xD225DE2F4214151EULL;
 /// The bytecode version every TVM from v0.19 to v0.27 writes.
 inline constexpr std::string_view vm_version = "0.14";
 
+/// Executables of TVM >= 0.21 name dtypes with DLPack 1.x's codes, where bool is code 6
+/// (8 bits) and float8 e4m3fn / e5m2 are codes 10 / 12; gexec's tensors keep TVM v0.19's
+/// (bool uint1, float8 e4m3 / e5m2 codes 6 / 7). The virtual machine translates tensors
+/// as they enter and leave, and prints the executable's dtypes with gexec's names.
+constexpr DLDataType to_vm_dtype(DLDataType t) noexcept {
+  if (t.code == kDLUInt && t.bits == 1) return {dlpack_bool_code, 8, t.lanes};
+  if (t.code == tvm_float8_e4m3_code && t.bits == 8) return {10, 8, t.lanes};
+  if (t.code == tvm_float8_e5m2_code && t.bits == 8) return {12, 8, t.lanes};
+  return t;
+}
+constexpr DLDataType from_vm_dtype(DLDataType t) noexcept {
+  if (t.code == dlpack_bool_code && t.bits == 8) return {kDLUInt, 1, t.lanes};
+  if (t.code == 10 && t.bits == 8) return {tvm_float8_e4m3_code, 8, t.lanes};
+  if (t.code == 12 && t.bits == 8) return {tvm_float8_e5m2_code, 8, t.lanes};
+  return t;
+}
+/// The dtype an executable names with DLPack 1.x's codes, in gexec's: bool (6, 8 bits),
+/// float8 e4m3fn (10) and e5m2 (12) and the codes both share; anything else (DLPack's
+/// other 4-, 6- and 8-bit floats, codes 7-9, 11, 13-17) becomes an invalid dtype, which
+/// readers refuse, never one gexec would read as another type (its code 7 is e5m2).
+constexpr DLDataType vm_dtype_in_gexec(DLDataType t) noexcept {
+  if (t.code == dlpack_bool_code || t.code == 10 || t.code == 12) return t.bits == 8 ? from_vm_dtype(t) : DLDataType{255, 0, 0};
+  if (t.code == kDLInt || t.code == kDLUInt || t.code == kDLFloat || t.code == kDLBfloat) return t;
+  return DLDataType{255, 0, 0};
+}
+
 /// The registers every function can name besides its own: "no value" and the VM itself.
 inline constexpr std::int64_t void_register = std::int64_t{1} << 54;
 inline constexpr std::int64_t vm_register = void_register + 1;
@@ -152,12 +178,12 @@ struct vm_executable {
 /// How a constant prints in messages: "tensor float32[2, 3]", "shape (1, 4)", ...
 inline std::string describe(const vm_constant& c) {
   struct visitor {
-    std::string operator()(const ndarray& a) const { return "tensor " + to_string(a.dtype()) + detail::shape_to_string(a.shape()); }
+    std::string operator()(const ndarray& a) const { return "tensor " + to_string(from_vm_dtype(a.dtype())) + detail::shape_to_string(a.shape()); }
     std::string operator()(const vm_shape& s) const { return "shape " + detail::shape_to_string(s.dims); }
     std::string operator()(const std::string& s) const { return "string \"" + detail::printable(s) + "\""; }
     std::string operator()(std::int64_t v) const { return "int " + std::to_string(v); }
     std::string operator()(double v) const { return "float " + std::to_string(v); }
-    std::string operator()(DLDataType t) const { return "dtype " + to_string(t); }
+    std::string operator()(DLDataType t) const { return "dtype " + to_string(from_vm_dtype(t)); }
   };
   return std::visit(visitor{}, c);
 }
@@ -188,7 +214,14 @@ inline std::vector<std::string> read_strings(gexec::detail::byte_reader& in, con
 inline vm_constant read_constant(gexec::detail::byte_reader& in) {
   const auto tag = in.read<std::int32_t>("constant type");
   switch (tag) {
-    case constant_tag::tensor: return gexec::detail::read_tensor_record(in, nullptr);
+    case constant_tag::tensor: {
+      // Read with gexec's dtype (the copy is allocated and checked as any tensor), held
+      // with the executable's own, as the virtual machine passes it to kernels.
+      const ndarray a = gexec::detail::read_tensor_record(in, nullptr, &vm_dtype_in_gexec);
+      DLTensor t = a.dltensor();
+      t.dtype = to_vm_dtype(t.dtype);
+      return ndarray::view(t, a.storage_owner());
+    }
     case constant_tag::shape: return vm_shape{read_i64_vector(in, "shape")};
     case constant_tag::string: {
       const auto n = in.read<std::uint64_t>("string length");

@@ -53,22 +53,6 @@ struct vm_value {
   }
 };
 
-/// Executables of TVM >= 0.21 name dtypes with DLPack 1.x's codes, where bool is code 6
-/// (8 bits) and float8 e4m3fn / e5m2 are codes 10 / 12; gexec's tensors keep TVM v0.19's
-/// (bool uint1, float8 e4m3 / e5m2 codes 6 / 7). The virtual machine translates tensors
-/// as they enter and leave, and prints the executable's dtypes with gexec's names.
-constexpr DLDataType to_vm_dtype(DLDataType t) noexcept {
-  if (t.code == kDLUInt && t.bits == 1) return {dlpack_bool_code, 8, t.lanes};
-  if (t.code == tvm_float8_e4m3_code && t.bits == 8) return {10, 8, t.lanes};
-  if (t.code == tvm_float8_e5m2_code && t.bits == 8) return {12, 8, t.lanes};
-  return t;
-}
-constexpr DLDataType from_vm_dtype(DLDataType t) noexcept {
-  if (t.code == dlpack_bool_code && t.bits == 8) return {kDLUInt, 1, t.lanes};
-  if (t.code == 10 && t.bits == 8) return {tvm_float8_e4m3_code, 8, t.lanes};
-  if (t.code == 12 && t.bits == 8) return {tvm_float8_e5m2_code, 8, t.lanes};
-  return t;
-}
 /// An executable's dtype as gexec names it ("bool", "float32").
 inline std::string vm_dtype_name(DLDataType t) { return to_string(from_vm_dtype(t)); }
 
