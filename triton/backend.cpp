@@ -23,7 +23,9 @@
 // metrics.hpp (the gauges), model_state.hpp (a model: loading, placing instances, the
 // model built once per device), requests.hpp (a request's inputs checked, its response
 // made), batcher.hpp (rows batched into runs), device_io.hpp (a GPU instance's copies),
-// instance_state.hpp (an instance executing a batch of requests). This file holds the
+// instance_state.hpp (an instance executing a batch of requests), interpreted.hpp and
+// interpreted_instance.hpp (a Relax function gexec interprets: described, and run per
+// request). This file holds the
 // entry points the server calls.
 
 #include <gexec/contrib/sort.hpp>
@@ -39,6 +41,7 @@
 #endif
 
 #include "instance_state.hpp"
+#include "interpreted_instance.hpp"
 #include "metrics.hpp"
 #include "model_state.hpp"
 #include "server.hpp"
@@ -68,6 +71,19 @@ std::string model_where(TRITONBACKEND_Model* model) {
   if (TRITONSERVER_Error* e = TRITONBACKEND_ModelVersion(model, &version)) TRITONSERVER_ErrorDelete(e);
   return "model '" + std::string(name) + "' version " + std::to_string(version) + ": ";
 }
+
+/// An instance: a graph model's executor, or a virtual machine of an interpreted Relax
+/// function (interpreted_instance.hpp).
+struct any_instance {
+  std::unique_ptr<instance_state> graph;
+  std::unique_ptr<interpreted_instance> interpreted;
+  void execute(TRITONBACKEND_Request** requests, std::uint32_t count) {
+    if (interpreted)
+      interpreted->execute(requests, count);
+    else
+      graph->execute(requests, count);
+  }
+};
 
 }  // namespace
 }  // namespace gexec_triton
@@ -126,7 +142,12 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
     void* m = nullptr;
     check(TRITONBACKEND_ModelState(model, &m), "TRITONBACKEND_ModelState");
     auto& owner = *static_cast<model_state*>(m);
-    auto state = std::make_unique<instance_state>(instance, owner, owner.place(instance, kind));
+    auto state = std::make_unique<any_instance>();
+    const int device = owner.place(instance, kind);
+    if (owner.interpreted())
+      state->interpreted = std::make_unique<interpreted_instance>(instance, owner);
+    else
+      state->graph = std::make_unique<instance_state>(instance, owner, device);
     check(TRITONBACKEND_ModelInstanceSetState(instance, state.get()), "TRITONBACKEND_ModelInstanceSetState");
     state.release();
   });
@@ -135,7 +156,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance* instance) {
   void* state = nullptr;
   TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceState(instance, &state);
-  delete static_cast<instance_state*>(state);
+  delete static_cast<any_instance*>(state);
   return e;
 }
 
@@ -146,7 +167,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
   void* state = nullptr;
   if (TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceState(instance, &state)) return e;
   try {
-    static_cast<instance_state*>(state)->execute(requests, request_count);
+    static_cast<any_instance*>(state)->execute(requests, request_count);
   } catch (const std::exception& e) {  // allocation failure before any request was answered
     log(TRITONSERVER_LOG_ERROR, __FILE__, __LINE__, std::string("gexec: execute failed: ") + e.what());
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, e.what());

@@ -262,7 +262,8 @@ inline std::string describe_shapes(const std::vector<model_tensor>& inputs, cons
 inline served_tensor serve(const model_tensor& t, std::string name, bool batched) {
   served_tensor s{std::move(name), t.index, t.dtype, triton_type(t.dtype), t.shape, gexec::element_bytes(t.dtype)};
   if (s.type == TRITONSERVER_TYPE_INVALID) config_error(s.name + ": data type " + gexec::to_string(t.dtype) + " has no Triton equivalent");
-  for (std::size_t i = batched ? 1 : 0; i < t.shape.size(); ++i) s.row_bytes *= static_cast<std::uint64_t>(t.shape[i]);
+  for (std::size_t i = batched ? 1 : 0; i < t.shape.size(); ++i) s.row_bytes *= static_cast<std::uint64_t>(std::max<std::int64_t>(t.shape[i], 0));
+  if (std::find(t.shape.begin(), t.shape.end(), -1) != t.shape.end()) s.row_bytes = 0;  // known per request
   return s;
 }
 
@@ -402,6 +403,12 @@ inline completed_config complete_config(json::object config, const std::vector<m
     m = *x;
   }
   const auto b = common_batch(inputs, outputs);
+  bool symbolic = false;  // a Relax function interpreted with dimensions known only at run time
+  for (const auto* list : {&inputs, &outputs})
+    for (const model_tensor& t : *list) symbolic = symbolic || std::find(t.shape.begin(), t.shape.end(), -1) != t.shape.end();
+  if (m > 0 && symbolic)
+    config_error("max_batch_size " + std::to_string(m) + ": the model has dimensions known only at run time (" + describe_shapes(inputs, outputs) +
+                 "); serve it with max_batch_size 0, where each request gives its own size for every dim -1");
   if ((!has_in || !has_out) && !auto_complete)
     config_error("the config lists no " + std::string(has_in ? "outputs" : "inputs") +
                  " and auto-completion is disabled (--disable-auto-complete-config): list them, or let the backend complete them");

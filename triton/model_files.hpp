@@ -19,6 +19,7 @@
 
 #include <sys/mman.h>
 
+#include "interpreted.hpp"
 #include "server.hpp"
 
 namespace gexec_triton {
@@ -112,13 +113,16 @@ struct model_sources {
   /// with whatever reads it again (the models built per device), instead of parsing a
   /// second copy of the weights.
   std::optional<gexec::factory> embedded;
+  /// A Relax function gexec interprets: no graph; each instance runs it in a virtual machine.
+  std::shared_ptr<const relax_interpreted> interpreted;
 };
 
 /// A Relax VM executable's function as a graph model's sources: the graph gexec made of
 /// it, the library, and its constants and bound weights as parameters. The weights that
 /// nn.Module leaves as arguments come from a parameter file beside model.so
 /// (params.safetensors, params or params.bin), bound by name. A function that is
-/// interpreted (control flow, shapes known only at run time) is refused with the reason.
+/// interpreted (control flow, shapes known only at run time) comes back without a graph,
+/// as what its instances' virtual machines run (interpreted.hpp).
 inline model_sources load_relax_sources(const model_files& f, const std::shared_ptr<gexec::runtime>& rt, const std::string& wanted) {
   gexec::relax::executable_options o;
   o.model.runtime = rt;
@@ -133,10 +137,15 @@ inline model_sources load_relax_sources(const model_files& f, const std::shared_
     function = names.size() == 1 ? names.front() : "main";
   }
   const gexec::relax::graph_program* g = exe.graph_of(function);  // errc::not_found naming the functions there are
-  if (!g)
-    throw gexec::error(gexec::errc::unsupported, "Relax function \"" + function + "\" is interpreted (" + exe.interpreted_because(function) +
-                                                     "); Triton serves the functions gexec runs as graphs (static shapes, no control flow)");
-  return {g->function.graph, exe.library(), g->function.params, std::nullopt};
+  if (!g) {
+    auto r = std::make_shared<relax_interpreted>();
+    r->exe = exe;
+    r->function = function;
+    r->inputs = interpreted_inputs(exe, function);
+    r->outputs = interpreted_outputs(exe, function, r->inputs);
+    return {gexec::validated_graph{}, exe.library(), gexec::param_dict{}, std::nullopt, std::move(r)};
+  }
+  return {g->function.graph, exe.library(), g->function.params, std::nullopt, nullptr};
 }
 
 inline model_sources load_sources(const model_files& f, const std::shared_ptr<gexec::runtime>& rt, const std::string& relax_function) {
@@ -145,12 +154,12 @@ inline model_sources load_sources(const model_files& f, const std::shared_ptr<ge
                                                                                        f.library.string() + " carries none");
   if (f.graph.empty()) {
     gexec::factory embedded = gexec::load_factory(f.library, rt);
-    model_sources s{gexec::parse_graph(embedded.graph_json()), embedded.lib(), embedded.params(), std::nullopt};
+    model_sources s{gexec::parse_graph(embedded.graph_json()), embedded.lib(), embedded.params(), std::nullopt, nullptr};
     s.embedded.emplace(std::move(embedded));
     return s;
   }
   return {gexec::load_graph_file(f.graph), rt->load_module(f.library), f.params.empty() ? gexec::param_dict{} : load_params_unmapped_on_unload(f.params),
-          std::nullopt};
+          std::nullopt, nullptr};
 }
 
 /// Whether the graph places any tensor on a CUDA device.

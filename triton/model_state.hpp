@@ -54,8 +54,8 @@ class model_state {
     if (settings_.num_threads > 0) gexec::contrib::register_sort_functions(*options_.runtime);
     options_.planner = gexec::planner_named(settings_.planner);
     sources_ = load_sources(files, options_.runtime, settings_.function);
-    on_cuda_ = places_on_cuda(sources_.graph.compact());
-    if (!on_cuda_) (void)model_on(-1);  // a host model is built now, so that what is wrong with it fails the load
+    on_cuda_ = !sources_.interpreted && places_on_cuda(sources_.graph.compact());
+    if (!on_cuda_ && !sources_.interpreted) (void)model_on(-1);  // a host model is built now, so that what is wrong with it fails the load
 
     std::vector<model_tensor> inputs, outputs;
     describe(inputs, outputs);
@@ -71,7 +71,7 @@ class model_state {
     log(TRITONSERVER_LOG_INFO, __FILE__, __LINE__,
         "gexec: model '" + name_ + "' version " + std::to_string(version_) + " loaded from " + shown.string() + ": " +
             std::to_string(inputs.size()) + " input(s), " + std::to_string(outputs.size()) + " output(s), " + megabytes(param_bytes) +
-            " of parameters held once per device; " + (on_cuda_ ? "on CUDA devices (KIND_GPU or KIND_MODEL instances)" : "on the host") +
+            " of parameters held once per device; " + (sources_.interpreted ? "Relax function \"" + sources_.interpreted->function + "\" interpreted, " : "") + (on_cuda_ ? "on CUDA devices (KIND_GPU or KIND_MODEL instances)" : "on the host") +
             "; max_batch_size " + std::to_string(layout_.max_batch_size) + " (" + std::to_string(layout_.rows_per_run) + " row(s) per run), planner " +
             settings_.planner + ", execution_policy " + settings_.execution_policy + (settings_.cuda_graph ? ", cuda_graph" : "") + ", num_threads " +
             (settings_.num_threads ? std::to_string(settings_.num_threads) : std::string("all cores")));
@@ -140,11 +140,19 @@ class model_state {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] const serving_layout& layout() const noexcept { return layout_; }
   [[nodiscard]] const settings& config() const noexcept { return settings_; }
+  /// The Relax function the model's instances interpret, or null (a graph model).
+  [[nodiscard]] const relax_interpreted* interpreted() const noexcept { return sources_.interpreted.get(); }
 
  private:
   /// Inputs (graph arguments that are not weights) and outputs (the heads, "node:i"), as
-  /// an executor names them, read from the graph.
+  /// an executor names them, read from the graph; an interpreted function's as its
+  /// bytecode checks them and its load-time run returned them (interpreted.hpp).
   void describe(std::vector<model_tensor>& inputs, std::vector<model_tensor>& outputs) const {
+    if (sources_.interpreted) {
+      inputs = sources_.interpreted->inputs;
+      outputs = sources_.interpreted->outputs;
+      return;
+    }
     const gexec::compact_graph& g = sources_.graph.compact();
     auto shape = [&](std::uint32_t e) { return std::vector<std::int64_t>(g.shape(e).begin(), g.shape(e).end()); };
     for (std::size_t i = 0; i < g.arg_nodes.size(); ++i) {

@@ -160,34 +160,74 @@ output [ { name: "tvmgen_default_fused_reshape_add", data_type: TYPE_FP32, dims:
 def add_relax_models(relax, root, repo):
     """Relax VM executables from today's TVM (tests/relax/make_models.sh): a function with
     its weights as constants, nn.Module's MLP with its weights in params.safetensors beside
-    model.so, and a function gexec interprets (a dynamic batch), refused with the reason.
-    Returns {served name: (npz of TVM's VM's inputs and outputs, input names)}."""
+    model.so, and two functions gexec interprets: a dynamic batch dimension (served with
+    dims -1, run with three batch sizes) and an If on a tensor value (both branches); the
+    dynamic one with max_batch_size > 0 is refused with the reason.
+    Returns {served name: ([npz of TVM's VM's inputs and outputs, ...], input names)}."""
     served = {}
     harness.make_model_dir(root, "relax_mlp", {"model.so": os.path.join(relax, "mlp_constants.so")}, AUTO)
-    served["relax_mlp"] = (os.path.join(relax, "mlp_constants.npz"), ["x"])
+    served["relax_mlp"] = ([os.path.join(relax, "mlp_constants.npz")], ["x"])
     harness.make_model_dir(root, "relax_nn_mlp", {"model.so": os.path.join(relax, "nn_mlp.so"),
                                                   "params.safetensors": os.path.join(relax, "nn_mlp.safetensors")},
                            AUTO + 'parameters: { key: "function" value: { string_value: "forward" } }\n')
-    served["relax_nn_mlp"] = (os.path.join(relax, "nn_mlp.npz"), ["x"])
+    served["relax_nn_mlp"] = ([os.path.join(relax, "nn_mlp.npz")], ["x"])
+    harness.make_model_dir(root, "relax_dynamic_batch", {"model.so": os.path.join(relax, "dynamic_batch.so")}, AUTO)
+    served["relax_dynamic_batch"] = ([os.path.join(relax, n + ".npz") for n in ("dynamic_batch", "dynamic_batch_1", "dynamic_batch_2")], ["x", "w"])
+    harness.make_model_dir(root, "relax_if_else", {"model.so": os.path.join(relax, "if_else.so")}, AUTO)
+    served["relax_if_else"] = ([os.path.join(relax, n + ".npz") for n in ("if_else", "if_else_1")], ["x", "flag"])
     with open(os.path.join(relax, "dynamic_batch.so"), "rb") as f:
-        repo.broken("bad_relax_interpreted", {"model.so": f.read()}, AUTO,
-                    'Relax function \\"main\\" is interpreted (argument \\"x\\" has no static shape')
+        repo.broken("bad_relax_batched", {"model.so": f.read()}, AUTO + "max_batch_size: 4\n",
+                    "max_batch_size 4: the model has dimensions known only at run time")
     return served
 
 
 def check_relax(server, served):
+    """Each served Relax model answers TVM's VM's outputs bit for bit, over both protocols;
+    the interpreted ones with their run-time shapes, described with dims -1 where the
+    function's shape is symbolic; bad requests to one are refused, and it answers after."""
     import numpy as np
 
     states = server.model_states()
-    for name, (npz, input_names) in sorted(served.items()):
+    for name, (npzs, input_names) in sorted(served.items()):
         state, reason = states.get(name, ("missing", ""))
         if not check(state == "READY", "Relax model %s is READY (%s %s)" % (name, state, reason)):
             continue
-        data = np.load(npz)
-        for protocol in ("http", "grpc"):
-            client = make_client(protocol, server)
-            got = infer(protocol, client, name, {n: data["in%d" % i] for i, n in enumerate(input_names)}, ["output0"])
-            check(same(got["output0"], data["out0"]), "Relax model %s over %s: bit-identical to TVM's VM" % (name, protocol))
+        for npz in npzs:
+            data = np.load(npz)
+            inputs = {n: data["in%d" % i].reshape(served_shape(data["in%d" % i].shape)) for i, n in enumerate(input_names)}
+            want = data["out0"].reshape(served_shape(data["out0"].shape))
+            for protocol in ("http", "grpc"):
+                client = make_client(protocol, server)
+                got = infer(protocol, client, name, inputs, ["output0"])
+                check(same(got["output0"], want), "Relax model %s over %s, %s %s: bit-identical to TVM's VM" %
+                      (name, protocol, os.path.basename(npz), list(want.shape)))
+    if "relax_dynamic_batch" not in served or states.get("relax_dynamic_batch", ("",))[0] != "READY":
+        return
+    client = make_client("http", server)
+    cfg = client.get_model_config("relax_dynamic_batch")
+    dims = {t["name"]: (t["data_type"], [int(d) for d in t["dims"]]) for t in cfg["input"] + cfg["output"]}
+    check(dims == {"x": ("TYPE_FP32", [-1, 16]), "w": ("TYPE_FP32", [16, 8]), "output0": ("TYPE_FP32", [-1, 8])},
+          "relax_dynamic_batch: the completed config gives dims -1 where the shape is symbolic: %s" % dims)
+    data = np.load(served["relax_dynamic_batch"][0][1])
+    x, w = data["in0"], data["in1"]
+    cases = {
+        "a wrong rank": ({"x": x.reshape(-1), "w": w}, "x"),
+        "a wrong dtype": ({"x": x.astype(np.float64), "w": w}, "x"),
+        "a wrong fixed dim": ({"x": x, "w": w[:15].copy()}, "w"),
+    }
+    for protocol in ("http", "grpc"):
+        client = make_client(protocol, server)
+        for what, (inputs, named) in cases.items():
+            try:
+                infer(protocol, client, "relax_dynamic_batch", inputs, ["output0"])
+                check(False, "relax_dynamic_batch, %s over %s: refused" % (what, protocol))
+            except Exception as e:  # noqa: BLE001 - the client's InferenceServerException
+                message = str(e)
+                check("InferenceServerException" in type(e).__name__ and ("'%s'" % named in message or '"%s"' % named in message),
+                      "relax_dynamic_batch, %s over %s: refused naming input %s: %s" % (what, protocol, named, message[:200]))
+        check(server.running(), "the server is still running after bad requests to relax_dynamic_batch over %s" % protocol)
+        got = infer(protocol, client, "relax_dynamic_batch", {"x": x, "w": w}, ["output0"])
+        check(same(got["output0"], data["out0"]), "relax_dynamic_batch over %s after bad requests: bit-identical to TVM's VM" % protocol)
 
 
 # ---- clients ---------------------------------------------------------------------------------

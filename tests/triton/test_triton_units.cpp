@@ -138,6 +138,29 @@ TEST_CASE("max_batch_size batches a model whose inputs and outputs share a leadi
                  "max_batch_size 4: the model cannot be batched, its inputs and outputs share no leading dimension (data [2,64], output0 [10]); use max_batch_size 0"));
 }
 
+TEST_CASE("dims known only at run time (an interpreted Relax function) are served as -1, without batching") {
+  const std::vector<gt::model_tensor> in = {{"x", 0, gexec::dtypes::float32, {-1, 16}}, {"w", 1, gexec::dtypes::float32, {16, 8}}};
+  const std::vector<gt::model_tensor> out = {{"output0", 0, gexec::dtypes::float32, {-1, 8}}};
+  const gt::completed_config c = gt::complete_config(config("{}"), in, out, true);
+  CHECK(json::serialize(c.config.at("input")) ==
+        R"([{"name":"x","data_type":"TYPE_FP32","dims":[-1,16]},{"name":"w","data_type":"TYPE_FP32","dims":[16,8]}])");
+  CHECK(json::serialize(c.config.at("output")) == R"([{"name":"output0","data_type":"TYPE_FP32","dims":[-1,8]}])");
+  CHECK(c.layout.inputs[0].row_bytes == 0);  // known per request
+  CHECK(c.layout.inputs[1].row_bytes == 16 * 8 * 4);
+  // An explicit configuration gives -1 where the model does; a fixed size there is refused.
+  const gt::completed_config e = gt::complete_config(
+      config(R"({"input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [-1, 16]}, {"name": "w", "data_type": "TYPE_FP32", "dims": [16, 8]}],
+                 "output": [{"name": "output0", "data_type": "TYPE_FP32", "dims": [-1, 8]}]})"),
+      in, out, false);
+  CHECK_FALSE(e.changed);
+  CHECK(contains(error_of([&] {
+                   (void)gt::complete_config(config(R"({"input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [4, 16]}]})"), in, out, true);
+                 }),
+                 "config input \"x\": dims [4,16], the model's are [-1,16]"));
+  CHECK(contains(error_of([&] { (void)gt::complete_config(config(R"({"max_batch_size": 4})"), in, out, true); }),
+                 "max_batch_size 4: the model has dimensions known only at run time (x [-1,16], w [16,8], output0 [-1,8]); serve it with max_batch_size 0"));
+}
+
 TEST_CASE("a configuration that disagrees with the model is refused, saying where") {
   auto refused = [&](std::string_view text, bool auto_complete = true) {
     return error_of([&] { (void)gt::complete_config(config(text), mlp_in, mlp_out, auto_complete); });
