@@ -5,11 +5,12 @@
 // free is tolerated (the block is released when everything above it is).
 //
 // The arena grows by chunks (each at least twice the last) while a kernel needs more
-// than it holds; once nothing is allocated, chunks grown so are given back and the next
-// allocation takes one chunk of the most ever held at once. A thread then keeps that
-// peak, not the sum of the chunks grown toward it (ResNet-18's convolutions asked 615
-// KiB, then 841 KiB: 1.8 MiB held in two chunks, 1.4 MiB of it touched, against one of
-// 843 KiB), and every run after the first allocates nothing.
+// than it holds; when the outermost workspace_scope of a thread ends (a run, a pool
+// task) with more than one chunk, they are given back and replaced by one chunk of the
+// most ever held at once (settle). A thread then keeps that peak, not the sum of the
+// chunks grown toward it (ResNet-18's convolutions asked 615 KiB, then 841 KiB: 1.8 MiB
+// held in two chunks, 1.4 MiB of it touched, against one of 841 KiB), and once a run has
+// settled it, later runs allocate nothing.
 
 #include "../config.hpp"
 
@@ -25,6 +26,8 @@
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
+
+class workspace_scope;
 
 class workspace_arena {
  public:
@@ -71,9 +74,19 @@ class workspace_arena {
       in_use_ -= b.size;
       stack_.pop_back();
     }
-    if (stack_.empty()) {
-      current_ = 0;
-      if (chunks_.size() > 1) chunks_.clear();  // the next allocate() takes one chunk of peak_
+    if (stack_.empty()) current_ = 0;
+  }
+
+  /// With nothing allocated and more than one chunk: gives them back and takes one chunk
+  /// of the most ever allocated at once (where that cannot be had, none: the next
+  /// allocate() takes it).
+  void settle() noexcept {
+    if (!stack_.empty() || chunks_.size() <= 1) return;
+    chunks_.clear();
+    current_ = 0;
+    try {
+      chunks_.push_back({std::unique_ptr<std::byte, long_lived_delete>(static_cast<std::byte*>(allocate_long_lived(peak_))), peak_, 0});
+    } catch (...) {
     }
   }
 
@@ -114,13 +127,19 @@ class workspace_arena {
   std::size_t current_ = 0;
   std::uint64_t in_use_ = 0;
   std::size_t peak_ = 0;  // the most bytes ever handed out at once
+  std::size_t scopes_ = 0;  // workspace_scopes open on this thread
+
+  friend class workspace_scope;
 };
 
 /// Gives back, when it ends, the workspace this thread took during its life.
 class workspace_scope {
  public:
-  workspace_scope() noexcept : arena_(workspace_arena::this_thread()), mark_(arena_.mark()) {}
-  ~workspace_scope() { arena_.release_to(mark_); }
+  workspace_scope() noexcept : arena_(workspace_arena::this_thread()), mark_(arena_.mark()) { ++arena_.scopes_; }
+  ~workspace_scope() {
+    arena_.release_to(mark_);
+    if (--arena_.scopes_ == 0) arena_.settle();  // the thread's outermost scope: a run or a task ended
+  }
   workspace_scope(const workspace_scope&) = delete;
   workspace_scope& operator=(const workspace_scope&) = delete;
 
