@@ -237,10 +237,54 @@ TEST_CASE("workspace blocks are 64-byte aligned, distinct, reused LIFO, and tole
   void* b2 = arena.allocate(1 << 20);
   CHECK(b2 == b);
   CHECK(arena.free(b2) == 0);
-  CHECK(arena.free(a) == 0);
-  CHECK(arena.allocate(64) == a);
+  void* a2 = arena.allocate(64);  // below a, still allocated: a fresh block above it
+  CHECK(a2 != a);
+  CHECK(arena.free(a2) == 0);
+  CHECK(arena.allocate(64) == a2);  // reused
   int x = 0;
   CHECK(arena.free(&x) == -1);
+}
+
+TEST_CASE("a workspace arena grown by chunks settles into one chunk of its peak") {
+  gexec::detail::workspace_arena arena;
+  // 600 KiB, then 800 KiB above it: a second chunk (twice the first), 1800 KiB held.
+  void* a = arena.allocate(600 << 10);
+  void* b = arena.allocate(800 << 10);
+  CHECK(arena.reserved() == (600 + 1200) << 10);
+  arena.settle();  // refused: something is allocated
+  CHECK(arena.reserved() == (600 + 1200) << 10);
+  CHECK(arena.free(b) == 0);
+  CHECK(arena.free(a) == 0);
+  CHECK(arena.reserved() == (600 + 1200) << 10);  // freeing alone keeps the chunks
+  arena.settle();
+  CHECK(arena.reserved() == 1400 << 10);  // one chunk of the peak (1400 KiB at once)
+  // The same pair fits in it, contiguous, and no further chunk is taken.
+  auto* c = static_cast<std::byte*>(arena.allocate(600 << 10));
+  auto* d = static_cast<std::byte*>(arena.allocate(800 << 10));
+  CHECK(d == c + (600 << 10));
+  CHECK(arena.reserved() == 1400 << 10);
+  CHECK(arena.free(d) == 0);
+  CHECK(arena.free(c) == 0);
+  arena.settle();  // one chunk: kept as it is
+  CHECK(arena.reserved() == 1400 << 10);
+  CHECK(arena.allocate(1 << 10) == c);
+}
+
+TEST_CASE("a thread's outermost workspace scope settles its arena; an inner one does not") {
+  std::thread([] {
+    auto& arena = gexec::detail::workspace_arena::this_thread();
+    {
+      gexec::detail::workspace_scope run;
+      {
+        gexec::detail::workspace_scope inner;
+        (void)arena.allocate(600 << 10);
+        (void)arena.allocate(800 << 10);  // never freed: the scope gives it back
+      }
+      CHECK(arena.in_use() == 0);
+      CHECK(arena.reserved() == (600 + 1200) << 10);  // an inner scope's end keeps the chunks
+    }
+    CHECK(arena.reserved() == 1400 << 10);
+  }).join();
 }
 
 TEST_CASE("long-lived host buffers are 64-byte aligned; large ones are mappings of their own, unmapped when freed") {

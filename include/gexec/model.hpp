@@ -124,6 +124,8 @@ class basic_model {
         throw error(errc::device_mismatch, "no backend serves " + to_string(d));
       return buffers;
     };
+    if constexpr (detail::passes_backend_memory<Allocator>)
+      (void)s->backends->visit(kDLCPU, [&](auto& b) { s->host_storage_zeroed = detail::allocates_zeroed<std::decay_t<decltype(b)>>; });
     s->max_storage_bytes = options.max_storage_bytes ? options.max_storage_bytes : detail::physical_memory();
     s->max_workspace_bytes = options.max_workspace_bytes ? options.max_workspace_bytes : detail::physical_memory();
     s->zero_unset_inputs = options.zero_unset_inputs;

@@ -21,6 +21,9 @@ GEXEC_NAMESPACE_BEGIN
 /// One arena per device holding every storage id's buffer at a 64-byte aligned offset:
 /// one allocation per executor and device, and neighbouring buffers in one region.
 struct pool_allocator {
+  /// Every buffer is part of memory just taken from backend->allocate, never reused:
+  /// it reads as zeros where the backend's allocate says so (allocates_zeroed).
+  static constexpr bool passes_backend_memory = true;
   template <device_backend B>
   std::vector<std::shared_ptr<void>> allocate(std::shared_ptr<B> backend, DLDevice device, std::span<const std::uint64_t> sizes) {
     std::vector<std::uint64_t> offsets(sizes.size());
@@ -44,6 +47,8 @@ struct pool_allocator {
 
 /// One allocation per storage id, as TVM's graph executor does.
 struct buffer_allocator {
+  /// As pool_allocator's: the backend's fresh memory, never reused.
+  static constexpr bool passes_backend_memory = true;
   template <device_backend B>
   std::vector<std::shared_ptr<void>> allocate(std::shared_ptr<B> backend, DLDevice device, std::span<const std::uint64_t> sizes) {
     std::vector<std::shared_ptr<void>> buffers;

@@ -161,6 +161,16 @@ class backends {
   std::tuple<Bs...> list_;
 };
 
+namespace detail {
+/// Whether backend B's allocate() returns memory reading as zeros (B::allocates_zeroed).
+template <class B>
+inline constexpr bool allocates_zeroed = requires { requires B::allocates_zeroed; };
+/// Whether allocator A hands out only memory just taken from the backend, never reused
+/// (A::passes_backend_memory): zeroed where the backend's is.
+template <class A>
+inline constexpr bool passes_backend_memory = requires { requires A::passes_backend_memory; };
+}  // namespace detail
+
 template <class T>
 inline constexpr bool is_backends_v = false;
 template <class... Bs>

@@ -26,6 +26,9 @@ struct cpu_backend {
 
   // An executor's storage and the copies of a model's weights: as long-lived as they.
   void* allocate(DLDevice, std::uint64_t bytes) { return detail::allocate_long_lived(bytes); }
+  /// What allocate() returns reads as zeros (a fresh mapping's pages, or zeroed heap):
+  /// an executor need not write zeros over it, nor touch pages no kernel writes.
+  static constexpr bool allocates_zeroed = true;
   void free(DLDevice, void* p) noexcept { detail::free_long_lived(p); }
 
   stream_type create_stream(DLDevice) noexcept { return {}; }

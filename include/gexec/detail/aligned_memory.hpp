@@ -54,9 +54,10 @@ inline constexpr std::uint64_t long_lived_mapped_bytes = std::uint64_t{128} << 1
 #endif
 
 /// 64-byte aligned host memory for a buffer that lives as long as a model or an executor
-/// (weights, activations): from long_lived_mapped_bytes on, a private anonymous mapping
-/// of its own, which free_long_lived gives back to the system whole; smaller ones from
-/// the heap. Free with free_long_lived only.
+/// (weights, activations), reading as zeros: from long_lived_mapped_bytes on, a private
+/// anonymous mapping of its own (zero pages the system fills on first touch, never
+/// written here), which free_long_lived gives back to the system whole; smaller ones
+/// from the heap, zeroed. Free with free_long_lived only.
 ///
 /// Why not the heap for all: glibc maps a large block only while its threshold is low,
 /// and raises the threshold to the size of each mapped block freed (up to 32 MiB). After
@@ -80,6 +81,7 @@ inline void* allocate_long_lived(std::uint64_t bytes) {
       if (base == MAP_FAILED) base = nullptr;
     } else {
       base = ::operator new(static_cast<std::size_t>(n + host_alignment), std::align_val_t{host_alignment}, std::nothrow);
+      if (base) std::memset(base, 0, static_cast<std::size_t>(n + host_alignment));
     }
   }
   if (!base) throw error(errc::out_of_memory, "cannot allocate " + std::to_string(bytes) + " bytes of host memory");

@@ -261,11 +261,12 @@ struct executor_instance {
                                            std::to_string(m.max_storage_bytes) + " bytes (model_options::max_storage_bytes)");
   }
 
-  /// Zeroes fresh storage: directly on the host, by a copy from zeroed host memory on a
-  /// device. Nothing reads memory no one wrote.
+  /// Zeroes fresh storage: directly on the host (unless the allocator's memory reads as
+  /// zeros already: model_state::host_storage_zeroed), by a copy from zeroed host memory
+  /// on a device. Nothing reads memory no one wrote.
   void zero(const model_state& m, void* data, const storage_slot& slot) {
     if (slot.device.device_type == kDLCPU) {
-      std::memset(data, 0, static_cast<std::size_t>(slot.bytes));
+      if (!m.host_storage_zeroed) std::memset(data, 0, static_cast<std::size_t>(slot.bytes));
       return;
     }
     bool done = false;  // by the device itself, where its backend can (a memset)

@@ -55,6 +55,10 @@ struct model_state {
   std::shared_ptr<runtime> rt;
   std::shared_ptr<Backends> backends;   // shared with the deleters of executors' storage
   allocate_function<Backends> allocate;  ///< copied into each executor
+  /// Host storage fresh from `allocate` already reads as zeros (the allocator passes on
+  /// the host backend's memory, which its allocate() returns zeroed): executors do not
+  /// write zeros over it, and a page no kernel writes is never touched.
+  bool host_storage_zeroed = false;
   gexec::plan plan;
   /// Per input storage id, the alias groups (their root entries) living there (CSR).
   std::vector<std::uint32_t> input_roots_begin;
