@@ -32,6 +32,7 @@
 #include <valgrind/callgrind.h>
 
 #include <boost/json/basic_parser_impl.hpp>
+#include <boost/json/parse.hpp>
 
 #include <algorithm>
 #include <charconv>
