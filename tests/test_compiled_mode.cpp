@@ -80,6 +80,7 @@ TEST_CASE("compiled mode: a path as a std::filesystem::path, a string or a direc
   const fs::path back = by_path.path();  // converts back to the caller's path type
   CHECK(back == fs::canonical(kernels));
   CHECK(by_string.path().string() == fs::canonical(kernels).string());
+  CHECK(by_path.path().filename().string() == kernels.filename().string());
   const fs::directory_entry entry(kernels);
   CHECK(gexec::load_module(entry) == by_path);
 
@@ -94,5 +95,15 @@ TEST_CASE("compiled mode: a path as a std::filesystem::path, a string or a direc
   } catch (const gexec::error& e) {
     CHECK(e.code() == gexec::errc::io);
     CHECK(std::string(e.what()).find(missing) != std::string::npos);
+  }
+}
+
+TEST_CASE("compiled mode: file_path's filename and parent_path as std::filesystem::path's") {
+  for (const char* text : {"a/b", "/x", "x", "a//b", "a/b/", "/", "//x", "a/.", "..", "", "dir/sub/model.so", "/usr//lib/x.so"}) {
+    CAPTURE(text);
+    const std::filesystem::path p(text);
+    const gexec::file_path f(text);
+    CHECK(f.filename().string() == p.filename().string());
+    CHECK(f.parent_path().string() == p.parent_path().string());
   }
 }

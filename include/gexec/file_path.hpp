@@ -54,10 +54,19 @@ class file_path {
   [[nodiscard]] const char* c_str() const noexcept { return path_.c_str(); }
   [[nodiscard]] bool empty() const noexcept { return path_.empty(); }
 
-  /// The last component ("model.so" of "dir/model.so"; empty where the path ends in '/').
-  [[nodiscard]] std::string_view filename() const noexcept {
+  /// The last component, as std::filesystem::path::filename() gives it for a POSIX path
+  /// ("model.so" of "dir/model.so"; empty where the path ends in '/').
+  [[nodiscard]] file_path filename() const {
     const std::size_t slash = path_.rfind('/');
-    return slash == std::string::npos ? std::string_view(path_) : std::string_view(path_).substr(slash + 1);
+    return slash == std::string::npos ? *this : file_path(path_.substr(slash + 1));
+  }
+  /// The path without its last component, as std::filesystem::path::parent_path() gives
+  /// it for a POSIX path ("dir" of "dir/model.so", "/" of "/model.so", empty for "model.so").
+  [[nodiscard]] file_path parent_path() const {
+    const std::size_t slash = path_.rfind('/');
+    if (slash == std::string::npos) return {};
+    const std::size_t end = path_.find_last_not_of('/', slash);
+    return file_path(end == std::string::npos ? path_.substr(0, 1) : path_.substr(0, end + 1));
   }
   /// Everything up to and including the last '/' ("dir/" of "dir/model.so"; empty for
   /// "model.so"): a file beside this one is directory_prefix() + its name.

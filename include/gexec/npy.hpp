@@ -571,7 +571,7 @@ constexpr npy_layout npy_layout_for(std::size_t dict_size) noexcept {
 /// A name for a temporary file beside `path`, unique within this process.
 inline std::string npy_temp_path(const file_path& path) {
   static std::atomic<unsigned long> counter{0};
-  return std::string(path.directory_prefix()) + "." + std::string(path.filename()) + ".tmp-" + std::to_string(::getpid()) + "-" +
+  return std::string(path.directory_prefix()) + "." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
          std::to_string(counter++);
 }
 
