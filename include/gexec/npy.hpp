@@ -659,7 +659,7 @@ inline void save_npy_file(const file_path& path, const ndarray& a, npy_names nam
   }
   struct cleanup {
     int fd;
-    const file_path& temp;
+    const std::string& temp;
     bool done = false;
     ~cleanup() {
       if (fd >= 0) ::close(fd);
