@@ -4,10 +4,17 @@
 // The other unit tests are header-only, so both modes are tested.
 #include <gexec/executor.hpp>
 
+// The loading functions take a gexec::file_path, built from a std::filesystem::path
+// without <filesystem> among gexec's headers (a program pays for it only if it names one).
+#if defined(__GLIBCXX__) && defined(_GLIBCXX_FILESYSTEM)
+#error "<gexec/executor.hpp> includes <filesystem> in compiled mode"
+#endif
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #if GEXEC_HEADER_ONLY()
 #error "test_compiled_mode is built in compiled mode: it links gexec::compiled"
@@ -59,4 +66,44 @@ TEST_CASE("compiled mode: a TVM-style kernel library, through the library") {
   CHECK(y[1] == doctest::Approx(0.336452).epsilon(1e-5));
   CHECK(y[2] == doctest::Approx(0.262762).epsilon(1e-5));
   CHECK_THROWS_AS(gexec::load_module(mlp / "no_such_library.so"), gexec::error);
+}
+
+TEST_CASE("compiled mode: a path as a std::filesystem::path, a string or a directory entry") {
+  namespace fs = std::filesystem;
+  const fs::path kernels(GEXEC_TEST_KERNELS);
+  const gexec::module by_path = gexec::load_module(kernels);
+  const gexec::module by_string = gexec::load_module(std::string(GEXEC_TEST_KERNELS));
+  const gexec::module by_view = gexec::load_module(std::string_view(GEXEC_TEST_KERNELS));
+  // One library loaded once: the same module whichever way its path was spelled.
+  CHECK(by_path == by_string);
+  CHECK(by_path == by_view);
+  const fs::path back = by_path.path();  // converts back to the caller's path type
+  CHECK(back == fs::canonical(kernels));
+  CHECK(by_string.path().string() == fs::canonical(kernels).string());
+  CHECK(by_path.path().filename().string() == kernels.filename().string());
+  const fs::directory_entry entry(kernels);
+  CHECK(gexec::load_module(entry) == by_path);
+
+  const fs::path graph = fs::path(GEXEC_SOURCE_DIR) / "examples" / "mlp" / "graph.json";
+  const std::string from_path = gexec::to_json(gexec::load_graph_file(graph));
+  CHECK(gexec::to_json(gexec::load_graph_file(graph.string())) == from_path);
+  CHECK(gexec::to_json(gexec::load_graph_file(graph.c_str())) == from_path);
+  const std::string missing = (graph.parent_path() / "no_such_graph.json").string();
+  try {
+    (void)gexec::load_graph_file(std::string_view(missing));
+    FAIL("a missing graph file was read");
+  } catch (const gexec::error& e) {
+    CHECK(e.code() == gexec::errc::io);
+    CHECK(std::string(e.what()).find(missing) != std::string::npos);
+  }
+}
+
+TEST_CASE("compiled mode: file_path's filename and parent_path as std::filesystem::path's") {
+  for (const char* text : {"a/b", "/x", "x", "a//b", "a/b/", "/", "//x", "a/.", "..", "", "dir/sub/model.so", "/usr//lib/x.so"}) {
+    CAPTURE(text);
+    const std::filesystem::path p(text);
+    const gexec::file_path f(text);
+    CHECK(f.filename().string() == p.filename().string());
+    CHECK(f.parent_path().string() == p.parent_path().string());
+  }
 }

@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -47,6 +46,7 @@
 #include "executor/messages.hpp"
 #include "executor/model_state.hpp"
 #include "executor/turns.hpp"
+#include "file_path.hpp"
 #include "fwd.hpp"
 #include "graph/validated.hpp"
 #include "ndarray.hpp"
@@ -163,7 +163,7 @@ class graph_executor {
   /// checked before any data is: a malformed file changes nothing. Only a file that
   /// changes while being read (errc::io) can leave some parameters loaded and others not.
   /// Any format the sniff table reads (needs <gexec/params.hpp>).
-  void load_params_file(const std::filesystem::path& path, const load_progress& progress = {}) {
+  void load_params_file(const file_path& path, const load_progress& progress = {}) {
     detail::param_formats<Backends>::with(param_input::file(path), [&](const auto& source) {
       const bool done = [&] {
         detail::busy_guard g(self().turns, "load_params_file");

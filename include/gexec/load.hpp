@@ -21,9 +21,9 @@
 #include <concepts>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,6 +31,8 @@
 #include <vector>
 
 #include "error.hpp"
+#include "file_path.hpp"
+#include "detail/byte_io.hpp"
 #include "graph.hpp"
 #include "model.hpp"
 #include "library/binding.hpp"
@@ -52,11 +54,11 @@ struct embedded_factory {
 
 /// The library, loaded through the model's runtime when it has one (which then keeps
 /// it loaded), else through the process.
-GEXEC_DECL module load_library_for(const model_options& options, const std::filesystem::path& library);
+GEXEC_DECL module load_library_for(const model_options& options, const file_path& library);
 
 template <class Model>
 struct library_model {
-  static Model load(const std::filesystem::path& library, model_options options) {
+  static Model load(const file_path& library, model_options options) {
     module lib = load_library_for(options, library);
     auto embedded = read_embedded_factory(lib, &options.progress);
     Model m(embedded->graph, packed_c_abi(lib), embedded->blob.params, std::move(options));
@@ -80,8 +82,8 @@ struct library_model {
     return std::less_equal<>()(range.data(), static_cast<const std::byte*>(p)) && std::less<>()(static_cast<const std::byte*>(p), range.data() + range.size());
   }
   // The graph first: the file most often wrong fails before a library is loaded.
-  static Model load(const std::filesystem::path& graph_file, const std::filesystem::path& library,
-                    const std::filesystem::path& params_file, model_options options) {
+  static Model load(const file_path& graph_file, const file_path& library,
+                    const file_path& params_file, model_options options) {
     const load_mode mode = options.params_mode;
     if (!options.progress) {
       validated_graph g = load_graph_file(graph_file);
@@ -89,14 +91,13 @@ struct library_model {
       return with_params(std::move(g), std::move(lib), (mode == load_mode::mmap ? map_param_dict_file(params_file) : load_param_dict_file(params_file, mode)), mode, std::move(options));
     }
     // One count over both files: the graph's bytes, then the parameters' after them.
-    std::error_code ec;
-    const std::uint64_t graph_bytes = std::filesystem::file_size(graph_file, ec), params_bytes = std::filesystem::file_size(params_file, ec);
-    const std::uint64_t total = ec ? 0 : graph_bytes + params_bytes;
+    const auto graph_bytes = detail::regular_file_size(graph_file), params_bytes = detail::regular_file_size(params_file);
+    const std::uint64_t total = graph_bytes && params_bytes ? *graph_bytes + *params_bytes : 0;
     const load_progress& outer = options.progress;
     std::uint64_t base = 0;
     const load_progress part = [&](std::uint64_t done, std::uint64_t) { outer(std::min(base + done, total), total); };
     validated_graph g = load_graph_file(graph_file, part);
-    base = graph_bytes;
+    base = graph_bytes.value_or(0);
     module lib = load_library_for(options, library);
     param_dict params = (mode == load_mode::mmap ? map_param_dict_file(params_file, part) : load_param_dict_file(params_file, mode, part));
     return with_params(std::move(g), std::move(lib), std::move(params), mode, std::move(options));
@@ -120,12 +121,12 @@ basic_model(validated_graph, module, const param_dict&, model_options = {}) -> b
 GEXEC_DECL graph_executor<> create(const validated_graph& g, const module& lib, std::vector<DLDevice> devices = {cpu()});
 GEXEC_DECL graph_executor<> create(std::string_view graph_json, const module& lib, std::vector<DLDevice> devices = {cpu()});
 GEXEC_DECL graph_executor<> create(graph g, const module& lib, std::vector<DLDevice> devices = {cpu()});
-/// The graph read from a file (load_graph_file). Only a std::filesystem::path selects
-/// this overload: a string or string literal is JSON text, so
-/// create(std::filesystem::path("graph.json"), lib) reads a file and create("{...}", lib)
+/// The graph read from a file (load_graph_file). Only a std::filesystem::path (a path
+/// type, detail::filesystem_path_like) selects this overload: a string or string literal
+/// is JSON text, so create(std::filesystem::path("graph.json"), lib) reads a file and create("{...}", lib)
 /// parses text.
 template <class Path>
-  requires std::same_as<Path, std::filesystem::path>
+  requires detail::filesystem_path_like<Path>
 graph_executor<> create(const Path& graph_file, const module& lib, std::vector<DLDevice> devices = {cpu()}) {
   return create(load_graph_file(graph_file), lib, std::move(devices));
 }
@@ -165,7 +166,7 @@ class factory {
 /// made from one file while it is loaded reads one copy of the weights.
 /// Errors: errc::io (cannot load), errc::invalid_module (no or malformed blob),
 /// errc::invalid_graph / invalid_params for what the blob holds.
-GEXEC_DECL factory load_factory(const std::filesystem::path& path, std::shared_ptr<runtime> rt = nullptr);
+GEXEC_DECL factory load_factory(const file_path& path, std::shared_ptr<runtime> rt = nullptr);
 
 GEXEC_NAMESPACE_END
 

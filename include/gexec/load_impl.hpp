@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -75,7 +74,7 @@ GEXEC_DECL std::shared_ptr<const embedded_factory> read_embedded_factory(const m
   return parsed;
 }
 
-GEXEC_DECL module load_library_for(const model_options& options, const std::filesystem::path& library) {
+GEXEC_DECL module load_library_for(const model_options& options, const file_path& library) {
   return options.runtime ? options.runtime->load_module(library) : load_module(library);
 }
 
@@ -112,7 +111,7 @@ GEXEC_DECL model factory::get_model(const std::vector<DLDevice>& devices) const 
 
 GEXEC_DECL graph_executor<> factory::create(const std::vector<DLDevice>& devices) const { return get_model(devices).instantiate(); }
 
-GEXEC_DECL factory load_factory(const std::filesystem::path& path, std::shared_ptr<runtime> rt) {
+GEXEC_DECL factory load_factory(const file_path& path, std::shared_ptr<runtime> rt) {
   module lib = rt ? rt->load_module(path) : load_module(path);
   return factory(std::move(lib), std::move(rt));
 }

@@ -24,13 +24,13 @@
 #include <concepts>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "executor/model_state.hpp"
+#include "file_path.hpp"
 #include "fwd.hpp"
 #include "graph/validated.hpp"
 #include "graph_executor.hpp"
@@ -163,7 +163,7 @@ class basic_model {
 
   /// A model from a library made by TVM's export_library (graph and parameters embedded).
   /// Needs <gexec/load.hpp>.
-  static basic_model load(const std::filesystem::path& library, model_options options = {})
+  static basic_model load(const file_path& library, model_options options = {})
     requires std::same_as<Binding, packed_c_abi>
   {
     return detail::library_model<basic_model>::load(library, std::move(options));
@@ -171,8 +171,8 @@ class basic_model {
   /// A model from TVM's three files: the graph JSON, the kernel library and the parameter
   /// blob (read as options.params_mode says: mapped, aligned tensors used where they
   /// lie, by default). Needs <gexec/load.hpp>.
-  static basic_model load(const std::filesystem::path& graph_file, const std::filesystem::path& library,
-                          const std::filesystem::path& params_file, model_options options = {})
+  static basic_model load(const file_path& graph_file, const file_path& library,
+                          const file_path& params_file, model_options options = {})
     requires std::same_as<Binding, packed_c_abi>
   {
     return detail::library_model<basic_model>::load(graph_file, library, params_file, std::move(options));
@@ -328,12 +328,12 @@ template <op_binding Binding>
 graph_executor<> create(graph g, Binding kernels, std::vector<DLDevice> devices = {cpu()}) {
   return create(validate(std::move(g)), std::move(kernels), std::move(devices));
 }
-/// The graph read from a file (load_graph_file). Only a std::filesystem::path selects
-/// this overload: a string or string literal is JSON text, as above, so
-/// create(std::filesystem::path("graph.json"), kernels) reads a file and
+/// The graph read from a file (load_graph_file). Only a std::filesystem::path (a path
+/// type, detail::filesystem_path_like) selects this overload: a string or string literal
+/// is JSON text, as above, so create(std::filesystem::path("graph.json"), kernels) reads a file and
 /// create("{...}", kernels) parses text.
 template <class Path, op_binding Binding>
-  requires std::same_as<Path, std::filesystem::path>
+  requires detail::filesystem_path_like<Path>
 graph_executor<> create(const Path& graph_file, Binding kernels,
                                                                       std::vector<DLDevice> devices = {cpu()}) {
   return create(detail::graph_reader<Binding>::file(graph_file), std::move(kernels), std::move(devices));

@@ -45,7 +45,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <new>
 #include <optional>
@@ -64,6 +63,7 @@
 #include "detail/shape.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
+#include "file_path.hpp"
 #include "ndarray.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -544,7 +544,7 @@ inline ndarray load_npy_bytes(std::span<const std::byte> bytes, std::optional<DL
   return read_npy(in, source, as);
 }
 
-inline ndarray load_npy_path(const std::filesystem::path& path, std::optional<DLDataType> as) {
+inline ndarray load_npy_path(const file_path& path, std::optional<DLDataType> as) {
   const regular_file file(path, "npy file");
   const std::string source = "npy " + path.string();
   file_reader in(file, source, errc::invalid_npy);
@@ -569,10 +569,10 @@ constexpr npy_layout npy_layout_for(std::size_t dict_size) noexcept {
 }
 
 /// A name for a temporary file beside `path`, unique within this process.
-inline std::filesystem::path npy_temp_path(const std::filesystem::path& path) {
+inline std::string npy_temp_path(const file_path& path) {
   static std::atomic<unsigned long> counter{0};
-  return path.parent_path() /
-         ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  return std::string(path.directory_prefix()) + "." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+         std::to_string(counter++);
 }
 
 }  // namespace detail
@@ -591,10 +591,10 @@ inline ndarray load_npy(std::string_view bytes, DLDataType as) { return load_npy
 
 /// Reads a .npy file: only a regular file (errc::io otherwise, naming the path), its header
 /// checked before the data's storage is allocated, the data read straight into it.
-inline ndarray load_npy_file(const std::filesystem::path& path) { return detail::load_npy_path(path, std::nullopt); }
+inline ndarray load_npy_file(const file_path& path) { return detail::load_npy_path(path, std::nullopt); }
 
 /// load_npy_file reading the elements as dtype `as` (see load_npy(bytes, as)).
-inline ndarray load_npy_file(const std::filesystem::path& path, DLDataType as) {
+inline ndarray load_npy_file(const file_path& path, DLDataType as) {
   return detail::load_npy_path(path, detail::npy_expected(as, "load_npy_file"));
 }
 
@@ -642,14 +642,14 @@ inline std::string save_npy(const ndarray& a, npy_names names = npy_names::ml_dt
 /// Writes save_npy(a) to `path` whole or not at all: into a new file beside it, then
 /// renamed over it, so that readers see the old file or the new one, never a part (a
 /// symbolic link at `path` is replaced, not followed).
-inline void save_npy_file(const std::filesystem::path& path, const ndarray& a, npy_names names = npy_names::ml_dtypes) {
+inline void save_npy_file(const file_path& path, const ndarray& a, npy_names names = npy_names::ml_dtypes) {
   const std::string bytes = save_npy(a, names);
   const std::string name = "npy file " + path.string();
   auto fail = [&](const char* doing, int err) {
     throw error(errc::io, std::string("cannot ") + doing + " " + name + ": " + std::generic_category().message(err));
   };
-  if (!path.has_filename()) fail("write", EISDIR);
-  std::filesystem::path temp;
+  if (path.filename().empty()) fail("write", EISDIR);
+  std::string temp;
   int fd = -1;
   for (int attempt = 0; fd < 0; ++attempt) {
     temp = detail::npy_temp_path(path);
@@ -659,7 +659,7 @@ inline void save_npy_file(const std::filesystem::path& path, const ndarray& a, n
   }
   struct cleanup {
     int fd;
-    const std::filesystem::path& temp;
+    const std::string& temp;
     bool done = false;
     ~cleanup() {
       if (fd >= 0) ::close(fd);

@@ -17,7 +17,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,6 +27,7 @@
 #include "detail/byte_io.hpp"
 #include "detail/json_path.hpp"
 #include "error.hpp"
+#include "file_path.hpp"
 #include "ndarray.hpp"
 #include "npy.hpp"
 
@@ -211,14 +211,14 @@ inline std::vector<std::pair<std::string, ndarray>> load_npz(std::span<const std
 }
 
 /// The arrays of an .npz file (a regular file; errc::io otherwise, naming the path).
-inline std::vector<std::pair<std::string, ndarray>> load_npz_file(const std::filesystem::path& path) {
+inline std::vector<std::pair<std::string, ndarray>> load_npz_file(const file_path& path) {
   const std::string bytes = detail::regular_file(path, "npz file").read_all();
   return detail::npz_reader(detail::as_bytes(bytes), "npz " + path.string()).read();
 }
 
 /// Only the arrays named in `names` of an .npz file, in that order; the others are not
 /// decoded (errc::not_found naming an array the archive lacks).
-inline std::vector<std::pair<std::string, ndarray>> load_npz_file(const std::filesystem::path& path, const std::vector<std::string>& names) {
+inline std::vector<std::pair<std::string, ndarray>> load_npz_file(const file_path& path, const std::vector<std::string>& names) {
   const std::string bytes = detail::regular_file(path, "npz file").read_all();
   return detail::npz_reader(detail::as_bytes(bytes), "npz " + path.string()).read(names);
 }

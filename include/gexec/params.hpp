@@ -10,12 +10,12 @@
 #include "config.hpp"
 
 #include <cstddef>
-#include <filesystem>
 #include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
 
+#include "file_path.hpp"
 #include "load_progress.hpp"
 #include "params/dict.hpp"
 #include "params/formats.hpp"
@@ -64,7 +64,7 @@ inline param_dict view_param_dict(std::span<const std::byte> blob) {
 /// `progress`, when set, hears of the bytes read every few MiB, the last time with the
 /// file's size. Malformed blobs are errc::invalid_params and memory that cannot be had
 /// errc::out_of_memory, both naming the path, the tensor and the byte.
-inline param_dict load_param_dict_file(const std::filesystem::path& path, load_mode mode, const load_progress& progress) {
+inline param_dict load_param_dict_file(const file_path& path, load_mode mode, const load_progress& progress) {
   const param_input in = param_input::open(path, mode);
   return with_param_source(in, [&](const auto& source) {
     detail::progress_sink sink(&progress, source.input_bytes());
@@ -78,7 +78,7 @@ inline param_dict load_param_dict_file(const std::filesystem::path& path, load_m
 /// --convert-params`) are views of the mapping, which a model then reads in place; the
 /// others are read from the file into memory of their own without touching the mapping,
 /// so no byte is resident twice. The mapping's limits are load_mode::mmap's.
-inline param_dict map_param_dict_file(const std::filesystem::path& path, const load_progress& progress = {}) {
+inline param_dict map_param_dict_file(const file_path& path, const load_progress& progress = {}) {
   const param_input in = param_input::mapped(path, detail::host_alignment);
   return with_param_source(in, [&](const auto& source) {
     detail::progress_sink sink(&progress, source.input_bytes());
@@ -88,16 +88,16 @@ inline param_dict map_param_dict_file(const std::filesystem::path& path, const l
   });
 }
 
-inline param_dict load_param_dict_file(const std::filesystem::path& path, load_mode mode = load_mode::copy) {
+inline param_dict load_param_dict_file(const file_path& path, load_mode mode = load_mode::copy) {
   return load_param_dict_file(path, mode, load_progress());
 }
-inline param_dict load_param_dict_file(const std::filesystem::path& path, const load_progress& progress) {
+inline param_dict load_param_dict_file(const file_path& path, const load_progress& progress) {
   return load_param_dict_file(path, load_mode::copy, progress);
 }
 
 /// Writes `dict` as a .safetensors file (see save_safetensors), as save_param_dict_file
 /// writes: under an exclusive flock, refusing a file that is mapped or being read.
-inline void save_safetensors_file(const param_dict& dict, const std::filesystem::path& path) {
+inline void save_safetensors_file(const param_dict& dict, const file_path& path) {
   detail::write_parameter_file(save_safetensors(dict), path);
 }
 

@@ -19,7 +19,6 @@
 
 #include "config.hpp"
 
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "file_path.hpp"
 #include "fwd.hpp"
 #include "packed_function.hpp"
 #include "runtime/env_registry.hpp"
@@ -101,7 +101,7 @@ class runtime : public std::enable_shared_from_this<runtime> {
 
   /// Loads a kernel library and keeps it loaded for as long as this runtime lives.
   /// Defined in <gexec/library/module.hpp>.
-  GEXEC_DECL module load_module(const std::filesystem::path& path);
+  GEXEC_DECL module load_module(const file_path& path);
 
   /// The context run() installs for compiled code on this runtime.
   [[nodiscard]] detail::run_context context() noexcept {

@@ -45,7 +45,7 @@ struct layer {
 
 // Lowest first.
 const std::vector<layer> layers = {
-    {"ground: facts and the error type", {"config.hpp", "error.hpp", "device.hpp", "dtype.hpp", "tvm_abi.hpp", "tvm_ffi_abi.hpp", "load_progress.hpp", "fwd.hpp"}},
+    {"ground: facts and the error type", {"config.hpp", "error.hpp", "device.hpp", "dtype.hpp", "tvm_abi.hpp", "tvm_ffi_abi.hpp", "load_progress.hpp", "fwd.hpp", "file_path.hpp"}},
     {"ground-floor tools", {"detail/"}},
     {"tensors, their files, the packed calling convention", {"ndarray.hpp", "safetensors.hpp", "safetensors_impl.hpp", "params.hpp", "params/", "npy.hpp", "npz.hpp", "packed_function.hpp"}},
     {"graphs: the schema, its readers and its checks", {"graph/", "graph.hpp"}},

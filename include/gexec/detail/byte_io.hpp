@@ -12,10 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "../error.hpp"
+#include "../file_path.hpp"
 #include "../load_progress.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -141,6 +142,14 @@ inline const char* file_kind(mode_t mode) noexcept {
   return "not a regular file";
 }
 
+/// The size of the regular file at `path`, or nothing where there is none (missing,
+/// unreadable, or something else than a regular file).
+inline std::optional<std::uint64_t> regular_file_size(const file_path& path) noexcept {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
 /// A file's bytes as read_buffer() returns them.
 struct file_buffer {
   std::unique_ptr<char[]> bytes;
@@ -154,7 +163,7 @@ struct file_buffer {
 class regular_file {
  public:
   /// `what` names the file in messages ("parameter file").
-  regular_file(const std::filesystem::path& path, std::string_view what) : path_(path), what_(what) {
+  regular_file(const file_path& path, std::string_view what) : path_(path), what_(what) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) fail_errno("cannot open", errno);
     if (!S_ISREG(st.st_mode)) fail_not_regular(st.st_mode);
@@ -184,7 +193,7 @@ class regular_file {
   [[nodiscard]] int fd() const noexcept { return fd_; }
   /// The size when opened; reads never go past it.
   [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
-  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+  [[nodiscard]] const file_path& path() const noexcept { return path_; }
   /// "parameter file /path/to/params.bin"
   [[nodiscard]] std::string name() const { return what_ + " " + path_.string(); }
 
@@ -258,7 +267,7 @@ class regular_file {
     throw error(errc::io, name() + " is " + file_kind(mode) + ", not a regular file");
   }
 
-  std::filesystem::path path_;
+  file_path path_;
   std::string what_;
   int fd_ = -1;
   std::uint64_t size_ = 0;

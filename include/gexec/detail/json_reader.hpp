@@ -4,8 +4,15 @@
 
 #include "../config.hpp"
 
-#include <boost/json.hpp>
+// The parts of Boost.JSON the readers use (its parser, the DOM built by value_stack, the
+// serializer), not <boost/json.hpp>: the conversions and stream parsers are left out of
+// what a header-only program preprocesses.
 #include <boost/json/basic_parser_impl.hpp>
+#include <boost/json/monotonic_resource.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <boost/json/value_stack.hpp>
 
 #include <charconv>
 #include <cstdint>

@@ -9,10 +9,10 @@
 
 #include "../config.hpp"
 
-#include <filesystem>
 #include <string>
 #include <string_view>
 
+#include "../file_path.hpp"
 #include "../load_progress.hpp"
 #include "data.hpp"
 #include "validated.hpp"
@@ -41,9 +41,9 @@ GEXEC_DECL validated_graph parse_graph(std::string_view json_text);
 /// Reads a graph JSON file with one sized read. errc::io, naming the path, if it cannot
 /// be opened or read or is not a regular file (a FIFO, a directory, a device: refused
 /// before anything is read); errc::out_of_memory if it is larger than memory can hold.
-GEXEC_DECL validated_graph load_graph_file(const std::filesystem::path& path);
+GEXEC_DECL validated_graph load_graph_file(const file_path& path);
 /// The same, telling `progress` of the bytes read (see load_progress).
-GEXEC_DECL validated_graph load_graph_file(const std::filesystem::path& path, const load_progress& progress);
+GEXEC_DECL validated_graph load_graph_file(const file_path& path, const load_progress& progress);
 
 /// Writes the graph as JSON that TVM v0.19's graph executor reads.
 GEXEC_DECL std::string to_json(const graph& g);
@@ -54,7 +54,7 @@ namespace detail {
 template <class Binding>
 struct graph_reader {
   static validated_graph text(std::string_view json_text) { return parse_graph(json_text); }
-  static validated_graph file(const std::filesystem::path& path) { return load_graph_file(path); }
+  static validated_graph file(const file_path& path) { return load_graph_file(path); }
 };
 }  // namespace detail
 

@@ -7,15 +7,13 @@
 
 #include <dlpack/dlpack.h>
 
-#include <boost/json.hpp>
-
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <limits>
 #include <new>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -248,17 +246,32 @@ GEXEC_DECL validated_graph parse_graph(std::string_view json_text) try {
   throw error(errc::out_of_memory, "graph: out of memory for the " + std::to_string(json_text.size()) + " bytes of JSON");
 }
 
-GEXEC_DECL validated_graph load_graph_file(const std::filesystem::path& path) {
+GEXEC_DECL validated_graph load_graph_file(const file_path& path) {
   return parse_graph(detail::regular_file(path, "graph file").read_buffer().view());
 }
-GEXEC_DECL validated_graph load_graph_file(const std::filesystem::path& path, const load_progress& progress) {
+GEXEC_DECL validated_graph load_graph_file(const file_path& path, const load_progress& progress) {
   detail::regular_file file(path, "graph file");
   detail::progress_sink sink(&progress, file.size());
   return parse_graph(file.read_buffer(&sink).view());
 }
 
+namespace detail {
+/// A JSON array of `values` (numbers, strings, or vectors of them), element by element.
+template <class T>
+boost::json::array json_array_of(const std::vector<T>& values) {
+  boost::json::array a;
+  a.reserve(values.size());
+  for (const T& v : values) {
+    if constexpr (requires { v.size(); v.begin(); } && !std::is_convertible_v<const T&, std::string_view>) a.emplace_back(json_array_of(v));
+    else a.emplace_back(v);
+  }
+  return a;
+}
+}  // namespace detail
+
 GEXEC_DECL std::string to_json(const graph& g) {
   namespace json = boost::json;
+  using detail::json_array_of;
   auto entry = [](const node_entry& e) { return json::array{e.node_id, e.index, e.version}; };
   json::array nodes;
   nodes.reserve(g.nodes.size());
@@ -278,7 +291,7 @@ GEXEC_DECL std::string to_json(const graph& g) {
       for (const auto& [k, v] : n.extra_attrs) a[k] = v;
       o["attrs"] = std::move(a);
     }
-    if (!n.control_deps.empty()) o["control_deps"] = json::value_from(n.control_deps);
+    if (!n.control_deps.empty()) o["control_deps"] = json_array_of(n.control_deps);
     nodes.push_back(std::move(o));
   }
   json::array heads;
@@ -287,16 +300,16 @@ GEXEC_DECL std::string to_json(const graph& g) {
   for (DLDataType t : g.attrs.dltype) dltypes.push_back(json::string(to_string(t)));
   json::object attrs;
   attrs["dltype"] = json::array{"list_str", std::move(dltypes)};
-  attrs["storage_id"] = json::array{"list_int", json::value_from(g.attrs.storage_id)};
-  if (!g.attrs.device_index.empty()) attrs["device_index"] = json::array{"list_int", json::value_from(g.attrs.device_index)};
-  if (!g.attrs.storage_scope.empty()) attrs["storage_scope"] = json::array{"list_str", json::value_from(g.attrs.storage_scope)};
-  attrs["shape"] = json::array{"list_shape", json::value_from(g.attrs.shape)};
+  attrs["storage_id"] = json::array{"list_int", json_array_of(g.attrs.storage_id)};
+  if (!g.attrs.device_index.empty()) attrs["device_index"] = json::array{"list_int", json_array_of(g.attrs.device_index)};
+  if (!g.attrs.storage_scope.empty()) attrs["storage_scope"] = json::array{"list_str", json_array_of(g.attrs.storage_scope)};
+  attrs["shape"] = json::array{"list_shape", json_array_of(g.attrs.shape)};
   json::object doc;
   doc["nodes"] = std::move(nodes);
-  doc["arg_nodes"] = json::value_from(g.arg_nodes);
+  doc["arg_nodes"] = json_array_of(g.arg_nodes);
   doc["heads"] = std::move(heads);
   doc["attrs"] = std::move(attrs);
-  doc["node_row_ptr"] = json::value_from(g.node_row_ptr);
+  doc["node_row_ptr"] = json_array_of(g.node_row_ptr);
   if (!g.metadata.empty()) doc["metadata"] = json::parse(g.metadata);
   return json::serialize(doc);
 }

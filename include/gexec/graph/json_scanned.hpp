@@ -13,13 +13,13 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <filesystem>
 #include <new>
 #include <string>
 #include <string_view>
 
 #include "../detail/byte_io.hpp"
 #include "../error.hpp"
+#include "../file_path.hpp"
 #include "compact.hpp"
 #include "../detail/json_value.hpp"
 #include "scanner.hpp"
@@ -73,7 +73,7 @@ inline validated_graph parse_graph_scanned(std::string_view text) try {
 
 /// parse_graph_scanned() of a graph file, read with one sized read (errors as
 /// load_graph_file's).
-inline validated_graph load_graph_file_scanned(const std::filesystem::path& path) {
+inline validated_graph load_graph_file_scanned(const file_path& path) {
   return parse_graph_scanned(regular_file(path, "graph file").read_buffer().view());
 }
 

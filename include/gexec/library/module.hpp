@@ -18,12 +18,12 @@
 #include "../config.hpp"
 
 #include <cstddef>
-#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "../file_path.hpp"
 #include "../load_progress.hpp"
 #include "../packed_function.hpp"
 #include "../runtime.hpp"
@@ -62,12 +62,12 @@ class module {
   /// `name` is not a data object of the library itself, or if its size runs past the
   /// loaded segment it lies in (a symbol table that lies about it).
   [[nodiscard]] std::span<const std::byte> data_symbol(std::string_view name) const;
-  [[nodiscard]] const std::filesystem::path& path() const;
+  [[nodiscard]] const file_path& path() const;
   [[nodiscard]] explicit operator bool() const noexcept { return state_ != nullptr; }
   friend bool operator==(const module& a, const module& b) noexcept { return a.state_ == b.state_; }
 
  private:
-  friend module load_module(const std::filesystem::path& path);
+  friend module load_module(const file_path& path);
   friend class runtime;
   friend std::shared_ptr<const detail::embedded_factory> detail::read_embedded_factory(const module& lib, const load_progress* progress);
   std::shared_ptr<detail::module_state> state_;
@@ -89,7 +89,7 @@ class module {
 /// the file's own pages can be dropped once the parameters are read, the loader then
 /// resolves $ORIGIN in the library's run path to /proc/self/fd (dependencies installed
 /// beside it are no longer found), and profilers and debuggers see a memfd, not the file.
-GEXEC_DECL module load_module(const std::filesystem::path& path);
+GEXEC_DECL module load_module(const file_path& path);
 
 GEXEC_NAMESPACE_END
 

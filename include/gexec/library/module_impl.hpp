@@ -45,7 +45,7 @@ namespace detail {
 
 struct module_state {
   boost::dll::shared_library library;
-  std::filesystem::path path;
+  file_path path;  // canonical
   module_context* context = nullptr;  // process-lifetime, one per file
   bool tvm_ffi = false;               // compiled by TVM >= 0.21: kernels are __tvm_ffi_<name>, called as TVM-FFI safe calls
   std::mutex embedded_mu;
@@ -187,17 +187,18 @@ GEXEC_DECL std::span<const std::byte> module::data_symbol(std::string_view name)
   return {static_cast<const std::byte*>(p), size};
 }
 
-GEXEC_DECL const std::filesystem::path& module::path() const {
-  static const std::filesystem::path none;
+GEXEC_DECL const file_path& module::path() const {
+  static const file_path none;
   return state_ ? state_->path : none;
 }
 
-GEXEC_DECL module load_module(const std::filesystem::path& path) {
+GEXEC_DECL module load_module(const file_path& path) {
   std::error_code ec;
-  std::filesystem::path canonical = std::filesystem::canonical(path, ec);
+  const std::filesystem::path given(path.string());
+  std::filesystem::path canonical = std::filesystem::canonical(given, ec);
   if (ec) {
     std::error_code link_ec;
-    const std::filesystem::path target = std::filesystem::is_symlink(path, link_ec) ? std::filesystem::read_symlink(path, link_ec) : std::filesystem::path();
+    const std::filesystem::path target = std::filesystem::is_symlink(given, link_ec) ? std::filesystem::read_symlink(given, link_ec) : std::filesystem::path();
     if (!target.empty() && !link_ec)  // the link is there; what it points at is not
       throw error(errc::io, "cannot open kernel library " + path.string() + ": it is a symbolic link to " + target.string() +
                                 ", which does not exist (" + ec.message() + ")");
@@ -241,7 +242,7 @@ GEXEC_DECL module load_module(const std::filesystem::path& path) {
   if (ffi.launch_slot && !ffi.imports_barrier) *ffi.launch_slot = reinterpret_cast<void*>(&detail::backend_parallel_launch_independent);
   state->tvm_ffi = ffi.imports_tvm_ffi || state->library.has("__tvm_ffi__library_ctx") || state->library.has("__tvm_ffi__library_bin") ||
                    state->library.has("__tvm_ffi_main");
-  state->path = canonical;
+  state->path = canonical.string();
   if (state->tvm_ffi) {
     // Before the module is live: refusing it here leaves nothing to undo.
     module probe;
@@ -293,7 +294,7 @@ GEXEC_DECL module load_module(const std::filesystem::path& path) {
 
 // Declared in runtime.hpp, so that the runtime needs neither Boost.DLL nor the loader
 // unless a program loads libraries.
-GEXEC_DECL module runtime::load_module(const std::filesystem::path& path) {
+GEXEC_DECL module runtime::load_module(const file_path& path) {
   module m = gexec::load_module(path);
   std::lock_guard g(modules_mu_);
   for (const std::shared_ptr<const void>& kept : modules_)

@@ -164,7 +164,7 @@ struct graph_reader;  // create()'s graph JSON reader (model.hpp)
 template <>
 struct graph_reader<system_lib> {
   static validated_graph text(std::string_view json_text) { return parse_graph_scanned(json_text); }
-  static validated_graph file(const std::filesystem::path& path) { return load_graph_file_scanned(path); }
+  static validated_graph file(const file_path& path) { return load_graph_file_scanned(path); }
 };
 }  // namespace detail
 

@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <span>
@@ -31,6 +30,7 @@
 #include "../detail/aligned_memory.hpp"
 #include "../detail/byte_io.hpp"
 #include "../detail/shape.hpp"
+#include "../file_path.hpp"
 #include "../ndarray.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -126,7 +126,7 @@ inline void lock_file(int fd, int operation, const std::string& name, const char
 /// the mapping lives. See load_mode::mmap for what that does not protect against.
 class mapped_file {
  public:
-  explicit mapped_file(const std::filesystem::path& path) : file_(path, "parameter file") {
+  explicit mapped_file(const file_path& path) : file_(path, "parameter file") {
     lock_file(file_.fd(), LOCK_SH, file_.name(), "is being written (another process holds an exclusive flock on it)");
     if (file_.size() == 0) return;
     if (file_.size() > static_cast<std::uint64_t>(PTRDIFF_MAX))
@@ -182,7 +182,7 @@ struct param_dict_access {
 
 /// A whole regular file's bytes, read with one sized read; errc::io for anything but a
 /// regular file (a FIFO, a directory, a device) and for what cannot be read.
-inline std::string read_file_bytes(const std::filesystem::path& path, std::string_view what) {
+inline std::string read_file_bytes(const file_path& path, std::string_view what) {
   return regular_file(path, what).read_all();
 }
 

@@ -20,7 +20,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <new>
 #include <optional>
@@ -33,6 +32,7 @@
 #include "../detail/aligned_memory.hpp"
 #include "../detail/byte_io.hpp"
 #include "../error.hpp"
+#include "../file_path.hpp"
 #include "../load_progress.hpp"
 #include "../ndarray.hpp"
 #include "dict.hpp"
@@ -72,7 +72,7 @@ class param_input {
   }
   /// A regular file, opened and locked shared (flock LOCK_SH) until the last copy of this
   /// input goes; errc::io for anything else (a FIFO, a directory, a device).
-  static param_input file(const std::filesystem::path& path) {
+  static param_input file(const file_path& path) {
     auto f = std::make_shared<detail::regular_file>(path, "parameter file");
     detail::lock_file(f->fd(), LOCK_SH, f->name(), "is being written (another process holds an exclusive flock on it)");
     param_input in;
@@ -84,7 +84,7 @@ class param_input {
   /// A regular file mapped privately (load_mode::mmap); the mapping lives as long as a view
   /// of it. With `view_alignment`, only tensors whose data sits at a multiple of it are
   /// views; the others are read from the file (never touching the mapping's pages).
-  static param_input mapped(const std::filesystem::path& path, std::size_t view_alignment = 1) {
+  static param_input mapped(const file_path& path, std::size_t view_alignment = 1) {
     auto m = std::make_shared<const detail::mapped_file>(path);
     param_input in;
     in.view_alignment_ = view_alignment == 0 ? 1 : view_alignment;
@@ -95,7 +95,7 @@ class param_input {
     return in;
   }
   /// Opens `path` as `mode` says.
-  static param_input open(const std::filesystem::path& path, load_mode mode) { return mode == load_mode::mmap ? mapped(path) : file(path); }
+  static param_input open(const file_path& path, load_mode mode) { return mode == load_mode::mmap ? mapped(path) : file(path); }
 
   /// The bytes in memory: all of them, or none when the input is a file read with pread.
   [[nodiscard]] std::span<const std::byte> bytes() const noexcept { return bytes_; }
@@ -108,7 +108,7 @@ class param_input {
   /// The file read from, or null for bytes in memory.
   [[nodiscard]] const detail::regular_file* file() const noexcept { return file_; }
   /// The path, empty for bytes in memory: sources name it in messages.
-  [[nodiscard]] std::filesystem::path path() const { return path_; }
+  [[nodiscard]] file_path path() const { return file_path(path_); }
   /// The path's extension, as std::filesystem::path::extension() gives it (".params";
   /// empty for "dir/.params", "..", no dot, and bytes in memory), without making a path.
   [[nodiscard]] std::string_view extension() const noexcept { return detail::path_extension(path_); }

@@ -25,7 +25,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <new>
 #include <span>
@@ -43,6 +42,7 @@
 
 #include "../detail/byte_io.hpp"
 #include "../detail/shape.hpp"
+#include "../file_path.hpp"
 #include "../load_progress.hpp"
 #include "../ndarray.hpp"
 #include "dict.hpp"
@@ -444,7 +444,7 @@ inline std::vector<std::byte> save_param_dict(const param_dict& dict) { return s
 
 namespace detail {
 /// Writes a parameter file's bytes as a cooperating writer (see save_param_dict_file).
-inline void write_parameter_file(const std::vector<std::byte>& bytes, const std::filesystem::path& path) {
+inline void write_parameter_file(const std::vector<std::byte>& bytes, const file_path& path) {
   const std::string name = "parameter file " + path.string();
   // errno is read once, as the call that failed left it, before a message is built.
   auto fail_errno = [&](const char* doing, int err) {
@@ -480,7 +480,7 @@ inline void write_parameter_file(const std::vector<std::byte>& bytes, const std:
 /// truncating, and refuses (errc::io) a file that is mapped (load_mode::mmap) or being
 /// read by load_param_dict_file, here or in another process, instead of changing the
 /// views or raising SIGBUS in their users.
-inline void save_param_dict_file(const param_dict& dict, const std::filesystem::path& path, save_options options = {}) {
+inline void save_param_dict_file(const param_dict& dict, const file_path& path, save_options options = {}) {
   detail::write_parameter_file(save_param_dict(dict, options), path);
 }
 

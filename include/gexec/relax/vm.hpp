@@ -19,7 +19,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
@@ -28,6 +27,7 @@
 
 #include "../detail/last_error.hpp"
 #include "../error.hpp"
+#include "../file_path.hpp"
 #include "../model.hpp"
 #include "../ndarray.hpp"
 #include "../backends/cpu.hpp"
@@ -265,7 +265,7 @@ inline bool carries_executable(const module& lib) {
 
 /// Reads the executable a single-file library carries (its __tvm_ffi__library_bin) and
 /// resolves it against the library's kernels.
-inline executable load_executable(const std::filesystem::path& path, executable_options options = {}) {
+inline executable load_executable(const file_path& path, executable_options options = {}) {
   module lib = load_module(path);
   const std::span<const std::byte> bin = lib.data_symbol("__tvm_ffi__library_bin");
   if (bin.empty())
@@ -285,7 +285,7 @@ inline executable load_executable(const std::filesystem::path& path, executable_
 
 /// The same, with weights read from a parameter file (TVM's blob or .safetensors) bound
 /// to the arguments of their names.
-inline executable load_executable(const std::filesystem::path& path, const std::filesystem::path& params_file, executable_options options = {}) {
+inline executable load_executable(const file_path& path, const file_path& params_file, executable_options options = {}) {
   for (const auto& [name, tensor] : load_param_dict_file(params_file)) options.params.set(name, tensor);
   return load_executable(path, std::move(options));
 }
