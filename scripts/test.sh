@@ -268,8 +268,13 @@ python_versions_stage() {
     venv=$out/python/py$v dist=$out/python/dist-$v
     start=$SECONDS
     [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-    # pip 23.1 or newer for -C; nothing is fetched when the kept venv already has it all
-    "$venv/bin/pip" install -q "pip>=23.1" -r "$out/python/build-requires.txt" numpy pytest ml_dtypes
+    # pip 23.1 or newer for -C; the stable ABI needs CMake 3.26 (Debian 12 has 3.25), from PyPI
+    # where older; nothing is fetched when the kept venv already has it all
+    local cmake_req=()
+    if [ "$minor" -ge 12 ] && [ -z "$abi3_wheel" ] && ! cmake --version | awk 'NR==1 {split($3, v, "."); exit !(v[1] > 3 || (v[1] == 3 && v[2] >= 26))}'; then
+      cmake_req=(cmake==3.31.6)
+    fi
+    "$venv/bin/pip" install -q "pip>=23.1" -r "$out/python/build-requires.txt" numpy pytest ml_dtypes "${cmake_req[@]}"
     t_install=$((SECONDS - start))
     rm -rf "$dist"
     start=$SECONDS
@@ -289,7 +294,11 @@ python_versions_stage() {
       case $tag in manylinux_2_*) ;; *)
         report+=("Python $v: FAILED (auditwheel show gave no manylinux tag)"); failed+=("$v"); continue ;;
       esac
-      [ "$minor" -ge 12 ] && abi3_wheel=$wheel
+      if [ "$minor" -ge 12 ]; then  # one extension for Python's stable ABI, or the wheel would serve 3.12 alone
+        "$venv/bin/python" -c 'import sys, zipfile; sys.exit(not any(n.endswith("/_gexec.abi3.so") for n in zipfile.ZipFile(sys.argv[1]).namelist()))' "$wheel" || {
+          report+=("Python $v: FAILED (the cp312-abi3 wheel holds no _gexec.abi3.so)"); failed+=("$v"); continue; }
+        abi3_wheel=$wheel
+      fi
       echo "Python $v: $(basename "$wheel") ($tag) built in $t_build s"
     fi
     start=$SECONDS
