@@ -226,7 +226,9 @@ python_stage() {
       "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs "$root/python/tests") || rc=$?
   rm -rf "$here"
   [ $rc -eq 0 ] || return $rc
-  python_versions_stage
+  # The whole run builds the oldest Python and the stable-ABI wheel of the newest two (a
+  # build each, about two minutes); `bash scripts/test.sh python-versions` builds every one.
+  python_versions_stage "${GEXEC_PYTHON_VERSIONS:-3.9 3.12 3.13}"
 }
 
 # The build requirements of pyproject.toml, one a line (with their markers: pip picks the
@@ -244,8 +246,10 @@ python_build_requires() {
 # builds it, the others install it. Each version keeps its venv (the build requirements
 # and test packages) and build folder under <build>/python/ between runs; ccache serves
 # what does not include Python's headers (Boost.JSON, gexec-run) from the main build.
-# Runs alone after the python stage: bash scripts/test.sh python-versions
+# Runs alone after the python stage: bash scripts/test.sh python-versions. Which versions:
+# the argument, or GEXEC_PYTHON_VERSIONS ("3.9 3.10", or all: the default when run alone).
 python_versions_stage() {
+  local wanted=" ${1:-${GEXEC_PYTHON_VERSIONS:-all}} "
   local root=$PWD out
   out=$(cd "$build" && pwd)
   local env=$out/python/build-env
@@ -257,6 +261,10 @@ python_versions_stage() {
   for minor in 9 10 11 12 13; do
     v=3.$minor
     [ "$v" = "$main" ] && continue
+    if [ "$wanted" != " all " ] && [[ $wanted != *" $v "* ]]; then
+      report+=("Python $v: not in this run (versions:$wanted; bash scripts/test.sh python-versions builds every one)")
+      continue
+    fi
     py=$(printf '%s\n' "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/python"$v" | sort -V | tail -n 1)
     [ -x "$py" ] || py=$(command -v "python$v" || true)
     if [ -z "$py" ] || ! "$py" -c pass 2>/dev/null; then
