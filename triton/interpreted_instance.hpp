@@ -41,33 +41,16 @@ class interpreted_instance {
   /// The tensors a request's inputs give, checked against the served inputs.
   std::vector<gexec::ndarray> read_inputs(TRITONBACKEND_Request* request) const {
     const serving_layout& L = model_.layout();
-    std::uint32_t given = 0;
-    check(TRITONBACKEND_RequestInputCount(request, &given), "TRITONBACKEND_RequestInputCount");
-    for (std::uint32_t k = 0; k < given; ++k) {
-      const char* name = nullptr;
-      check(TRITONBACKEND_RequestInputName(request, k, &name), "TRITONBACKEND_RequestInputName");
-      bool known = false;
-      for (const served_tensor& t : L.inputs) known = known || t.name == name;
-      if (!known) throw gexec::error(gexec::errc::not_found, "model '" + model_.name() + "' has no input \"" + name + "\"");
-    }
+    check_input_names(request, L, model_.name());
     std::vector<gexec::ndarray> args;
     for (const served_tensor& t : L.inputs) {
-      TRITONBACKEND_Input* input = nullptr;
-      if (TRITONSERVER_Error* e = TRITONBACKEND_RequestInput(request, t.name.c_str(), &input)) {
-        TRITONSERVER_ErrorDelete(e);
-        throw gexec::error(gexec::errc::not_found, "the request has no input \"" + t.name + "\"");
-      }
-      const char* name = nullptr;
-      TRITONSERVER_DataType type{};
-      const std::int64_t* shape = nullptr;
-      std::uint32_t ndim = 0, buffers = 0;
-      std::uint64_t bytes = 0;
-      check(TRITONBACKEND_InputProperties(input, &name, &type, &shape, &ndim, &bytes, &buffers), "TRITONBACKEND_InputProperties");
-      const std::string what = "input \"" + t.name + "\"";
-      if (type != t.type)
-        throw gexec::error(gexec::errc::dtype_mismatch, what + ": data type " + std::string(config_type_name(type)) + ", the model's is " +
-                                                            std::string(config_type_name(t.type)));
-      const std::vector<std::int64_t> got(shape, shape + ndim), want = t.dims(false);
+      const request_input ri = find_input(request, t);
+      TRITONBACKEND_Input* const input = ri.input;
+      const std::vector<std::int64_t>& got = ri.shape;
+      const std::string& what = ri.what;
+      const std::uint64_t bytes = ri.bytes;
+      const std::uint32_t buffers = ri.buffers;
+      const std::vector<std::int64_t> want = t.dims(false);
       bool fits = got.size() == want.size();
       for (std::size_t i = 0; fits && i < got.size(); ++i) fits = got[i] >= 0 && (want[i] == -1 || got[i] == want[i]);
       if (!fits)

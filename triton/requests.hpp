@@ -40,39 +40,64 @@ inline bool is_cancelled(TRITONBACKEND_Request* request) {
   return cancelled;
 }
 
+/// Refuses a request that names an input model `model` (served as `L`) does not have.
+inline void check_input_names(TRITONBACKEND_Request* request, const serving_layout& L, const std::string& model) {
+  std::uint32_t given = 0;
+  check(TRITONBACKEND_RequestInputCount(request, &given), "TRITONBACKEND_RequestInputCount");
+  for (std::uint32_t k = 0; k < given; ++k) {
+    const char* name = nullptr;
+    check(TRITONBACKEND_RequestInputName(request, k, &name), "TRITONBACKEND_RequestInputName");
+    bool known = false;
+    for (const served_tensor& t : L.inputs) known = known || t.name == name;
+    if (!known) throw gexec::error(gexec::errc::not_found, "model '" + model + "' has no input \"" + name + "\"");
+  }
+}
+
+/// A request's input of served tensor `t`: its handle and what it says of itself, its
+/// data type checked against the model's.
+struct request_input {
+  TRITONBACKEND_Input* input = nullptr;
+  std::vector<std::int64_t> shape;
+  std::uint64_t bytes = 0;
+  std::uint32_t buffers = 0;
+  std::string what;  ///< `input "name"`, for messages
+};
+
+inline request_input find_input(TRITONBACKEND_Request* request, const served_tensor& t) {
+  request_input in;
+  if (TRITONSERVER_Error* e = TRITONBACKEND_RequestInput(request, t.name.c_str(), &in.input)) {
+    TRITONSERVER_ErrorDelete(e);
+    throw gexec::error(gexec::errc::not_found, "the request has no input \"" + t.name + "\"");
+  }
+  const char* name = nullptr;
+  TRITONSERVER_DataType type{};
+  const std::int64_t* shape = nullptr;
+  std::uint32_t ndim = 0;
+  check(TRITONBACKEND_InputProperties(in.input, &name, &type, &shape, &ndim, &in.bytes, &in.buffers), "TRITONBACKEND_InputProperties");
+  in.what = "input \"" + t.name + "\"";
+  if (type != t.type)
+    throw gexec::error(gexec::errc::dtype_mismatch, in.what + ": data type " + std::string(config_type_name(type)) + ", the model's is " +
+                                                        std::string(config_type_name(t.type)));
+  in.shape.assign(shape, shape + ndim);
+  return in;
+}
+
 /// Checks a request's inputs, points the batcher at their bytes and makes its response
 /// with the output buffers its rows are copied into, for an instance of model `model`
 /// served as `L` on `device` (-1: the host). Throws what is wrong with it.
 inline void prepare(pending& p, const serving_layout& L, const std::string& model, int device) {
   batch_request& r = p.rows;
-  std::uint32_t given = 0;
-  check(TRITONBACKEND_RequestInputCount(p.request, &given), "TRITONBACKEND_RequestInputCount");
-  for (std::uint32_t k = 0; k < given; ++k) {
-    const char* name = nullptr;
-    check(TRITONBACKEND_RequestInputName(p.request, k, &name), "TRITONBACKEND_RequestInputName");
-    bool known = false;
-    for (const served_tensor& t : L.inputs) known = known || t.name == name;
-    if (!known) throw gexec::error(gexec::errc::not_found, "model '" + model + "' has no input \"" + name + "\"");
-  }
+  check_input_names(p.request, L, model);
   r.rows = -1;
   for (const served_tensor& t : L.inputs) {
-    TRITONBACKEND_Input* input = nullptr;
-    if (TRITONSERVER_Error* e = TRITONBACKEND_RequestInput(p.request, t.name.c_str(), &input)) {
-      TRITONSERVER_ErrorDelete(e);
-      throw gexec::error(gexec::errc::not_found, "the request has no input \"" + t.name + "\"");
-    }
-    const char* name = nullptr;
-    TRITONSERVER_DataType type{};
-    const std::int64_t* shape = nullptr;
-    std::uint32_t ndim = 0, buffers = 0;
-    std::uint64_t bytes = 0;
-    check(TRITONBACKEND_InputProperties(input, &name, &type, &shape, &ndim, &bytes, &buffers), "TRITONBACKEND_InputProperties");
-    const std::string what = "input \"" + t.name + "\"";
-    if (type != t.type)
-      throw gexec::error(gexec::errc::dtype_mismatch, what + ": data type " + std::string(config_type_name(type)) + ", the model's is " +
-                                                          std::string(config_type_name(t.type)));
-    const std::vector<std::int64_t> got(shape, shape + ndim), want = t.dims(L.batched());
-    const bool shape_ok = L.batched() ? ndim == want.size() + 1 && got[0] >= 1 && got[0] <= L.max_batch_size && std::equal(want.begin(), want.end(), got.begin() + 1)
+    const request_input ri = find_input(p.request, t);
+    TRITONBACKEND_Input* const input = ri.input;
+    const std::vector<std::int64_t>& got = ri.shape;
+    const std::string& what = ri.what;
+    const std::uint64_t bytes = ri.bytes;
+    const std::uint32_t buffers = ri.buffers;
+    const std::vector<std::int64_t> want = t.dims(L.batched());
+    const bool shape_ok = L.batched() ? got.size() == want.size() + 1 && got[0] >= 1 && got[0] <= L.max_batch_size && std::equal(want.begin(), want.end(), got.begin() + 1)
                                       : got == want;
     if (!shape_ok)
       throw gexec::error(gexec::errc::shape_mismatch, what + ": shape " + shape_text(got) + ", the model's is " +
