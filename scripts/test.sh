@@ -293,8 +293,12 @@ python_versions_stage() {
     if [ "$minor" -ge 12 ] && [ -n "$abi3_wheel" ]; then
       wheel=$abi3_wheel t_build=0
     else
+      # Without gexec-run (CLI11 not looked for): the same Python-independent program as the
+      # main wheel's, tested there; here it would be compiled again where ccache misses (the
+      # stable ABI's build uses PyPI's CMake, whose compile commands differ).
       CCACHE_BASEDIR=$root CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$venv/bin/pip" wheel . -q --no-build-isolation --no-deps -w "$dist" \
-        -C build-dir="$out/python/wheel-build-$v" -C cmake.define.GEXEC_WARNINGS_AS_ERRORS=ON "${abi3[@]}" || {
+        -C build-dir="$out/python/wheel-build-$v" -C cmake.define.GEXEC_WARNINGS_AS_ERRORS=ON \
+        -C cmake.define.CMAKE_DISABLE_FIND_PACKAGE_CLI11=ON "${abi3[@]}" || {
         report+=("Python $v: FAILED (pip wheel)"); failed+=("$v"); continue; }
       wheel=$(ls "$dist"/gexec-*.whl)
       t_build=$((SECONDS - start))
