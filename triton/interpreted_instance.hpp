@@ -45,11 +45,9 @@ class interpreted_instance {
     std::vector<gexec::ndarray> args;
     for (const served_tensor& t : L.inputs) {
       const request_input ri = find_input(request, t);
-      TRITONBACKEND_Input* const input = ri.input;
       const std::vector<std::int64_t>& got = ri.shape;
       const std::string& what = ri.what;
       const std::uint64_t bytes = ri.bytes;
-      const std::uint32_t buffers = ri.buffers;
       const std::vector<std::int64_t> want = t.dims(false);
       bool fits = got.size() == want.size();
       for (std::size_t i = 0; fits && i < got.size(); ++i) fits = got[i] >= 0 && (want[i] == -1 || got[i] == want[i]);
@@ -63,17 +61,11 @@ class interpreted_instance {
                            what + ": " + std::to_string(bytes) + " bytes of data, its shape needs " + std::to_string(a.byte_size()));
       auto* at = static_cast<std::byte*>(a.data());
       std::uint64_t copied = 0;
-      for (std::uint32_t b = 0; b < buffers; ++b) {
-        const void* data = nullptr;
-        std::uint64_t size = 0;
-        TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
-        std::int64_t memory_id = 0;
-        check(TRITONBACKEND_InputBuffer(input, b, &data, &size, &memory, &memory_id), "TRITONBACKEND_InputBuffer");
-        if (memory == TRITONSERVER_MEMORY_GPU) throw gexec::error(gexec::errc::device_mismatch, what + ": data in GPU memory, and this instance runs on the host");
+      for_each_buffer(ri, -1, [&](const std::byte* data, std::uint64_t size, memory_device) {
         if (copied + size > bytes) throw gexec::error(gexec::errc::shape_mismatch, what + ": its buffers hold more than its " + std::to_string(bytes) + " bytes");
         if (size) std::memcpy(at + copied, data, static_cast<std::size_t>(size));
         copied += size;
-      }
+      });
       if (copied != bytes)
         throw gexec::error(gexec::errc::shape_mismatch, what + ": its buffers hold " + std::to_string(copied) + " bytes, not " + std::to_string(bytes));
       args.push_back(std::move(a));

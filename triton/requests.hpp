@@ -82,6 +82,23 @@ inline request_input find_input(TRITONBACKEND_Request* request, const served_ten
   return in;
 }
 
+/// Calls f(data, size, where) for each of `ri`'s buffers in order (where: the GPU memory's
+/// device, or host_memory); data in GPU memory is refused for an instance on the host
+/// (`device` < 0).
+template <class F>
+void for_each_buffer(const request_input& ri, int device, F&& f) {
+  for (std::uint32_t b = 0; b < ri.buffers; ++b) {
+    const void* data = nullptr;
+    std::uint64_t size = 0;
+    TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
+    std::int64_t memory_id = 0;
+    check(TRITONBACKEND_InputBuffer(ri.input, b, &data, &size, &memory, &memory_id), "TRITONBACKEND_InputBuffer");
+    if (memory == TRITONSERVER_MEMORY_GPU && device < 0)
+      throw gexec::error(gexec::errc::device_mismatch, ri.what + ": data in GPU memory, and this instance runs on the host");
+    f(static_cast<const std::byte*>(data), size, memory == TRITONSERVER_MEMORY_GPU ? memory_id : host_memory);
+  }
+}
+
 /// Checks a request's inputs, points the batcher at their bytes and makes its response
 /// with the output buffers its rows are copied into, for an instance of model `model`
 /// served as `L` on `device` (-1: the host). Throws what is wrong with it.
@@ -91,11 +108,9 @@ inline void prepare(pending& p, const serving_layout& L, const std::string& mode
   r.rows = -1;
   for (const served_tensor& t : L.inputs) {
     const request_input ri = find_input(p.request, t);
-    TRITONBACKEND_Input* const input = ri.input;
     const std::vector<std::int64_t>& got = ri.shape;
     const std::string& what = ri.what;
     const std::uint64_t bytes = ri.bytes;
-    const std::uint32_t buffers = ri.buffers;
     const std::vector<std::int64_t> want = t.dims(L.batched());
     const bool shape_ok = L.batched() ? got.size() == want.size() + 1 && got[0] >= 1 && got[0] <= L.max_batch_size && std::equal(want.begin(), want.end(), got.begin() + 1)
                                       : got == want;
@@ -110,17 +125,10 @@ inline void prepare(pending& p, const serving_layout& L, const std::string& mode
       throw gexec::error(gexec::errc::shape_mismatch, what + ": " + std::to_string(bytes) + " bytes of data, its shape needs " +
                                                           std::to_string(static_cast<std::uint64_t>(rows) * t.row_bytes));
     input_bytes in;
-    for (std::uint32_t b = 0; b < buffers; ++b) {
-      const void* data = nullptr;
-      std::uint64_t size = 0;
-      TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
-      std::int64_t memory_id = 0;
-      check(TRITONBACKEND_InputBuffer(input, b, &data, &size, &memory, &memory_id), "TRITONBACKEND_InputBuffer");
-      if (memory == TRITONSERVER_MEMORY_GPU && device < 0)
-        throw gexec::error(gexec::errc::device_mismatch, what + ": data in GPU memory, and this instance runs on the host");
-      in.buffers.emplace_back(static_cast<const std::byte*>(data), static_cast<std::size_t>(size));
-      in.devices.push_back(memory == TRITONSERVER_MEMORY_GPU ? memory_id : host_memory);
-    }
+    for_each_buffer(ri, device, [&](const std::byte* data, std::uint64_t size, memory_device where) {
+      in.buffers.emplace_back(data, static_cast<std::size_t>(size));
+      in.devices.push_back(where);
+    });
     if (in.size() != bytes)
       throw gexec::error(gexec::errc::shape_mismatch, what + ": its buffers hold " + std::to_string(in.size()) + " bytes, not " + std::to_string(bytes));
     r.inputs.push_back(std::move(in));
