@@ -6,6 +6,8 @@
 #                                         cross builds): the loop while changing gexec
 #   bash scripts/test.sh clang gcc ...    the stages named, in that order (python, arm and bench use
 #                                         what the gcc stage built: its conformance models and programs)
+#   bash scripts/test.sh python-versions  after the python stage: a wheel and tests for every other
+#                                         CPython 3.9-3.13 found (the whole run builds 3.9 and the abi3 wheel)
 #
 # Stages, each timed:
 #   clang          clang 14 with ASan+UBSan, Debug (-O0 -g, assertions on): every test but conformance, packaging,
