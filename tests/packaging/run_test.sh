@@ -116,10 +116,15 @@ install_tree() {
       # numpy's output for the same weights, as for gexec-run above.
       grep -q "c consumer ok: y = 0.400786 0.336452 0.262762" <<<"$out" || { echo "FAILED: $program gave the wrong output"; exit 1; }
     done
-    # The shared one runs the installed libgexec_c.so, not the build tree's.
-    ldd "$work/c_consumer/consumer_c" | grep -q "libgexec_c.so => $installed/" ||
-      { ldd "$work/c_consumer/consumer_c"; echo "FAILED: consumer_c does not load $installed's libgexec_c.so"; exit 1; }
-    if ldd "$work/c_consumer/consumer_c_static" | grep -q libgexec_c; then
+    # The shared one runs the installed libgexec_c.so, not the build tree's. (ldd's output is
+    # read whole first: grep -q stops at its match, and under pipefail the SIGPIPE it then
+    # gives ldd would fail the pipeline.)
+    local needs
+    needs=$(ldd "$work/c_consumer/consumer_c")
+    grep -q "libgexec_c.so => $installed/" <<<"$needs" ||
+      { echo "$needs"; echo "FAILED: consumer_c does not load $installed's libgexec_c.so"; exit 1; }
+    needs=$(ldd "$work/c_consumer/consumer_c_static")
+    if grep -q libgexec_c <<<"$needs"; then
       echo "FAILED: consumer_c_static loads libgexec_c"; exit 1
     fi
     c_api="C programs on gexec::c and gexec::c_static run"
@@ -176,7 +181,7 @@ plain_gxx() {
 # source tree.
 conan() {
   local venv=$GEXEC_CONAN_VENV version=2.34.0
-  if ! "$venv/bin/conan" --version 2>/dev/null | grep -q "$version"; then
+  if ! grep -q "$version" <<<"$("$venv/bin/conan" --version 2>/dev/null)"; then
     rm -rf "$venv"
     python3 -m venv "$venv" >"$work/venv.log" 2>&1 || { cat "$work/venv.log"; skip "python3 -m venv failed"; }
     "$venv/bin/pip" install --quiet --timeout 30 --retries 1 "conan==$version" >"$work/pip.log" 2>&1 ||
