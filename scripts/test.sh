@@ -27,7 +27,8 @@
 #   python         the Python package as a user gets it: the wheel (pip wheel . with the build requirements pinned
 #                  in pyproject.toml), installed into a fresh venv with numpy, pytest, ml_dtypes and safetensors from PyPI, python/tests run
 #                  there from outside the source tree against the g++ build's conformance models and test kernels
-#                  (and TVM's debug executor in the conformance venv, for the per-node dumps); then every other
+#                  (and TVM's debug executor in the conformance venv, for the per-node dumps), test_cuda.py again
+#                  over the host-emulated CUDA driver (models on gexec.cuda(0), device NDArrays, DLPack); then every other
 #                  CPython 3.9-3.13 found (pyenv's or python3.X on PATH; SKIPPED where missing): its wheel (3.12 and
 #                  3.13 share one abi3 wheel), auditwheel, its own venv, a subset of python/tests (python_versions_stage)
 #   arm            cross builds for ARM with Debian's cross compilers (cmake/toolchains), run under qemu-user (-O2):
@@ -223,9 +224,19 @@ python_stage() {
   here=$(mktemp -d)
   (cd "$here" && "$venv/bin/python" -c 'import gexec, sys; sys.exit(0 if "/venv/" in gexec.__file__ else "gexec imported from " + gexec.__file__)' &&
     GEXEC_CONFORMANCE_DIR=$out/conformance GEXEC_TEST_KERNELS=$out/tests/kernels/libgexec_test_kernels.so GEXEC_TESTS_REQUIRE_ARTIFACTS=1 \
-      GEXEC_RELAX_DIR=$out/relax \
+      GEXEC_RELAX_DIR=$out/relax GEXEC_CUDA_TEST_DIR=$out/tests/cuda \
       GEXEC_TVM_PYTHON=$out/conformance/venv/bin/python \
       "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs "$root/python/tests") || rc=$?
+  # CUDA from Python over the host-emulated driver (tests/cuda/emulated_driver.h), which a
+  # process takes from GEXEC_CUDA_DRIVER when it first uses a CUDA device, with its host
+  # kernels (GEXEC_EMU_KERNELS): models on gexec.cuda(0), device NDArrays, DLPack.
+  if [ $rc -eq 0 ] && [ -f "$out/tests/cuda/libgexec_cuda_emulated.so" ]; then
+    (cd "$here" && GEXEC_CUDA_DRIVER=$out/tests/cuda/libgexec_cuda_emulated.so \
+      GEXEC_EMU_KERNELS=$out/tests/cuda/libgexec_cuda_emulated_kernels.so GEXEC_CUDA_TEST_DIR=$out/tests/cuda \
+      GEXEC_TESTS_REQUIRE_ARTIFACTS=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs "$root/python/tests/test_cuda.py") || rc=$?
+  elif [ $rc -eq 0 ]; then
+    echo "python/tests/test_cuda.py over the emulated CUDA driver: SKIPPED (the g++ build has no tests/cuda: GEXEC_CUDA=OFF)"
+  fi
   rm -rf "$here"
   [ $rc -eq 0 ] || return $rc
   # The whole run builds the oldest Python and the stable-ABI wheel of the newest two (a

@@ -35,7 +35,9 @@ class Device:
         return self._pair()
 
     def sync(self):
-        """Waits for the device (a no-op on the host)."""
+        """Waits for everything queued on the device (a no-op on the host)."""
+        from . import _gexec
+        _gexec._device_sync(self._pair())
 
 
 def cpu(dev_id=0):

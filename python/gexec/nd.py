@@ -1,9 +1,10 @@
 """Tensors, as tvm.nd: gexec.nd.array, gexec.nd.empty and NDArray.
 
-An NDArray is a gexec::ndarray: it owns 64-byte aligned host memory, or views memory
-someone else keeps alive (an executor's output, a mapped parameter file, a DLPack
-producer). ``numpy()`` copies, as TVM's does; ``numpy_view()`` and ``__dlpack__`` share
-the memory and keep it alive. bfloat16 reaches numpy as its uint16 bit patterns, as
+An NDArray is a gexec::ndarray: it owns 64-byte aligned host memory or memory on a CUDA
+device (``device=gexec.cuda(n)``), or views memory someone else keeps alive (an
+executor's output, a mapped parameter file, a DLPack producer such as a PyTorch CUDA
+tensor). ``numpy()`` copies, from a device too, as TVM's does; ``numpy_view()`` (host
+arrays) and ``__dlpack__`` share the memory and keep it alive. bfloat16 reaches numpy as its uint16 bit patterns, as
 with TVM 0.19; float8 as uint8 and int4/uint4 as one byte per element.
 """
 
@@ -86,21 +87,20 @@ def _invalid(message):
 
 
 def array(arr, device=None, mem_scope=None):
-    """A new NDArray holding a copy of ``arr`` (numpy, NDArray, list or __dlpack__), as tvm.nd.array."""
+    """A new NDArray holding a copy of ``arr`` (numpy, NDArray, list or __dlpack__) on
+    ``device`` (the host by default, or a CUDA device), as tvm.nd.array."""
     if mem_scope is not None:
         raise ValueError("mem_scope is not supported")
     device = cpu(0) if device is None else device
     if not isinstance(device, Device):
         raise TypeError("device must be a gexec.Device, not %s" % type(device).__name__)
-    if device.device_type != 1:
-        raise _unsupported_device("nd.array", device)
     if isinstance(arr, NDArray):
-        return arr._copy()
+        return arr._copy_to(device._pair())
     if not isinstance(arr, np.ndarray) and not hasattr(arr, "__dlpack__"):
         arr = np.array(arr)
     if isinstance(arr, np.ndarray) and not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)
-    return _gexec._array(arr)
+    return _gexec._array(arr, device._pair())
 
 
 def from_dlpack(dltensor):
@@ -115,7 +115,7 @@ def from_dlpack(dltensor):
 
 
 def empty(shape, dtype="float32", device=None, mem_scope=None):
-    """A new zero-filled NDArray, as tvm.nd.empty."""
+    """A new zero-filled NDArray on ``device`` (the host by default, or a CUDA device), as tvm.nd.empty."""
     if mem_scope is not None:
         raise ValueError("mem_scope is not supported")
     device = cpu(0) if device is None else device
@@ -124,11 +124,6 @@ def empty(shape, dtype="float32", device=None, mem_scope=None):
     if isinstance(shape, int):
         shape = (shape,)
     return _gexec._empty([int(d) for d in shape], _dtype_name(dtype), device._pair())
-
-
-def _unsupported_device(what, device):
-    from ._errors import UnsupportedError
-    return UnsupportedError("%s: %r is not served by this build (host only)" % (what, device), "unsupported")
 
 
 def _device(self):

@@ -1,8 +1,11 @@
 // gexec._gexec: the compiled half of the Python package. It exposes gexec's public C++
 // API almost as is; the TVM-named Python API (gexec.runtime, gexec.contrib, gexec.nd) is
 // written in Python over it. Arrays cross as DLPack (nanobind's ndarray): numpy, PyTorch
-// or anything with __dlpack__ in; NDArray (a gexec::ndarray) out.
+// or anything with __dlpack__ in; NDArray (a gexec::ndarray) out. Models run on every
+// device gexec has a wing for (all_backends.hpp): the host, and CUDA devices through the
+// driver loaded when one is first used.
 
+#include <gexec/all_backends.hpp>
 #include <gexec/contrib/sort.hpp>
 #include <gexec/debug.hpp>
 #include <gexec/executor.hpp>
@@ -39,7 +42,8 @@ using namespace nb::literals;
 
 namespace {
 
-using executor_type = gexec::graph_executor<>;
+using executor_type = gexec::any_device_executor;
+using model_type = gexec::any_device_model;
 using in_array = nb::ndarray<nb::ro>;   // any array, read-only allowed: set_input copies it or kernels only read it
 using out_array = nb::ndarray<>;        // written by the executor
 
@@ -131,6 +135,7 @@ gexec::ndarray view_of(const Array& a, std::optional<DLDataType> expected = std:
     if (shape[i] != 1 && strides[i] != want) compact = false;
     want *= shape[i];
   }
+  if (want == 0) compact = true;  // no element: any strides describe it (numpy's for a (0, 3) array need not be row-major)
   DLTensor t{};
   t.data = const_cast<void*>(static_cast<const void*>(a.data()));
   t.device = {static_cast<DLDeviceType>(a.device_type()), a.device_id()};
@@ -146,21 +151,113 @@ std::vector<std::size_t> size_shape(const gexec::ndarray& a) {
   return {a.shape().begin(), a.shape().end()};
 }
 
-void require_host_compact(const gexec::ndarray& a, const char* what) {
+// ---- device memory ------------------------------------------------------------------
+
+bool on_cuda(DLDevice d) { return d.device_type == kDLCUDA; }
+
+// NDArrays on CUDA devices (nd.empty and nd.array with gexec.cuda(n)) are allocated and
+// zeroed by one cuda_backend of the process, and every copy to, from or between them is
+// made on one stream per device and waited for before the call returns: an array is
+// never seen half-written. The driver is loaded when first used (GEXEC_CUDA_DRIVER, else
+// NVIDIA's libcuda.so.1; errc::no_device where there is neither). Executors' device
+// outputs are waited for by get_output before they are seen here.
+class device_memory {
+ public:
+  static device_memory& get() {
+    static auto* d = new device_memory;  // never destroyed: NDArrays may outlive the module's teardown
+    return *d;
+  }
+  gexec::ndarray empty(const std::vector<std::int64_t>& shape, DLDataType dtype, DLDevice d) {
+    std::lock_guard g(mu_);
+    gexec::ndarray a = backend_.empty(shape, dtype, d);
+    backend_.fill_zero(d, a.data(), a.byte_size());
+    return a;
+  }
+  void copy(const DLTensor& from, DLTensor& to) {
+    std::lock_guard g(mu_);
+    auto& s = stream_for(on_cuda(to.device) ? to.device : from.device);
+    backend_.copy_async(from, to, s);
+    backend_.synchronize(s);
+  }
+  /// Waits for everything queued on device `d` (Device.sync()).
+  void synchronize(DLDevice d) {
+    std::lock_guard g(mu_);
+    gexec::cuda_driver& drv = backend_.driver();
+    drv.make_current(d.device_id);
+    drv.check(drv.cuCtxSynchronize(), "Device.sync (cuCtxSynchronize)", d.device_id);
+  }
+
+ private:
+  gexec::cuda_backend::stream_type& stream_for(DLDevice d) {
+    for (auto& [id, s] : streams_)
+      if (id == d.device_id) return s;
+    auto s = backend_.create_stream(d);
+    return streams_.emplace_back(d.device_id, s).second;
+  }
+  gexec::cuda_backend backend_;
+  std::mutex mu_;
+  std::vector<std::pair<int, gexec::cuda_backend::stream_type>> streams_;  // kept for the process, as the backend
+};
+
+void require_defined_compact(const gexec::ndarray& a, const char* what) {
   if (!a.defined()) throw gexec::error(gexec::errc::invalid_argument, std::string(what) + ": undefined NDArray");
-  if (a.device().device_type != kDLCPU)
-    throw gexec::error(gexec::errc::device_mismatch, std::string(what) + ": the NDArray is on " + gexec::to_string(a.device()));
   if (!a.is_contiguous()) throw gexec::error(gexec::errc::invalid_argument, std::string(what) + ": the NDArray is strided");
 }
 
-// A numpy array holding a copy of `a`'s elements.
+void require_host_compact(const gexec::ndarray& a, const char* what) {
+  require_defined_compact(a, what);
+  if (a.device().device_type != kDLCPU)
+    throw gexec::error(gexec::errc::device_mismatch, std::string(what) + ": the NDArray is on " + gexec::to_string(a.device()) +
+                                                         " (numpy() copies it to the host)");
+}
+
+void require_served(DLDevice d, const char* what) {
+  if (d.device_type != kDLCPU && !on_cuda(d))
+    throw gexec::error(gexec::errc::unsupported, std::string(what) + ": " + gexec::to_string(d) +
+                                                     " is not served by this build (the host and CUDA devices are)");
+}
+
+// A zero-filled NDArray on `device` (the host or a CUDA device).
+gexec::ndarray empty_on(const std::vector<std::int64_t>& shape, DLDataType dtype, DLDevice device, const char* what) {
+  require_served(device, what);
+  if (on_cuda(device)) return device_memory::get().empty(shape, dtype, device);
+  return gexec::ndarray::empty(shape, dtype);
+}
+
+// Copies the elements of `from` into `to`: same dtype and shape, both compact, each on
+// the host or a CUDA device.
+void copy_elements(const gexec::ndarray& from, const gexec::ndarray& to, const char* what) {
+  require_defined_compact(from, what);
+  require_defined_compact(to, what);
+  if (!gexec::same_dtype(from.dtype(), to.dtype()))
+    throw gexec::error(gexec::errc::dtype_mismatch, std::string(what) + ": " + gexec::to_string(from.dtype()) + " into " +
+                                                        gexec::to_string(to.dtype()));
+  if (!std::equal(from.shape().begin(), from.shape().end(), to.shape().begin(), to.shape().end()))
+    throw gexec::error(gexec::errc::shape_mismatch, std::string(what) + ": shape " + gexec::detail::shape_to_string(from.shape()) +
+                                                        " into " + gexec::detail::shape_to_string(to.shape()));
+  require_served(from.device(), what);
+  require_served(to.device(), what);
+  if (from.byte_size() == 0) return;
+  if (on_cuda(from.device()) || on_cuda(to.device()))
+    device_memory::get().copy(from.dltensor(), const_cast<DLTensor&>(to.dltensor()));
+  else
+    std::memmove(to.data(), from.data(), static_cast<std::size_t>(from.byte_size()));
+}
+
+// A numpy array holding a copy of `a`'s elements (copied back from a device).
 nb::object numpy_copy(const gexec::ndarray& a) {
-  require_host_compact(a, "numpy");
+  require_defined_compact(a, "numpy");
   const std::size_t bytes = static_cast<std::size_t>(a.byte_size());
   auto* buffer = new std::byte[bytes == 0 ? 1 : bytes];
   nb::capsule owner(buffer, [](void* p) noexcept { delete[] static_cast<std::byte*>(p); });
-  if (bytes) std::memcpy(buffer, a.data(), bytes);
   const auto shape = size_shape(a);
+  if (a.device().device_type == kDLCPU) {
+    if (bytes) std::memcpy(buffer, a.data(), bytes);
+  } else {
+    std::vector<std::int64_t> dims(a.shape().begin(), a.shape().end());
+    copy_elements(a, gexec::ndarray::view(DLTensor{buffer, gexec::cpu(), a.ndim(), a.dtype(), dims.data(), nullptr, 0}, nullptr),
+                  "numpy");
+  }
   return nb::ndarray<nb::numpy>(buffer, shape.size(), shape.data(), owner, nullptr, to_python_dtype(a.dtype())).cast();
 }
 
@@ -199,20 +296,21 @@ std::vector<DLDevice> to_devices(const std::vector<std::pair<int, int>>& ds) {
   return out;
 }
 
-// A host copy of `src` in a fresh 64-byte aligned NDArray (nd.array).
-gexec::ndarray array_copy(const in_array& src) {
-  gexec::ndarray view = view_of(src);
-  if (view.device().device_type != kDLCPU)
-    throw gexec::error(gexec::errc::unsupported, "nd.array: copying from " + gexec::to_string(view.device()) +
-                                                     " is not supported (this build runs on the host only)");
-  gexec::ndarray out = gexec::ndarray::empty(std::vector<std::int64_t>(view.shape().begin(), view.shape().end()), view.dtype());
-  if (view.is_contiguous()) {
-    if (out.byte_size()) std::memcpy(out.data(), view.data(), out.byte_size());
-  } else {
-    // numpy arrays reach here already compact (gexec.nd makes them so); anything else
-    // strided is made compact by the Python side too.
-    throw gexec::error(gexec::errc::invalid_argument, "nd.array: a strided array (make it contiguous first)");
-  }
+// A copy of `src` in a fresh NDArray on `device` (nd.array): 64-byte aligned on the host.
+gexec::ndarray array_copy(const in_array& src, DLDevice device) {
+  const gexec::ndarray view = view_of(src);
+  // numpy arrays reach here compact (gexec.nd makes them so); other strided arrays are refused
+  if (!view.is_contiguous()) throw gexec::error(gexec::errc::invalid_argument, "nd.array: a strided array (make it contiguous first)");
+  gexec::ndarray out = empty_on(std::vector<std::int64_t>(view.shape().begin(), view.shape().end()), view.dtype(), device, "nd.array");
+  copy_elements(view, out, "nd.array");
+  return out;
+}
+
+// A copy of `a` on `device` (NDArray.copyto, nd.array of an NDArray).
+gexec::ndarray ndarray_copy(const gexec::ndarray& a, DLDevice device) {
+  require_defined_compact(a, "copy");
+  gexec::ndarray out = empty_on(std::vector<std::int64_t>(a.shape().begin(), a.shape().end()), a.dtype(), device, "copy");
+  copy_elements(a, out, "copy");
   return out;
 }
 
@@ -298,20 +396,27 @@ struct executor_box {
     if (i < 0) throw gexec::error(gexec::errc::not_found, "no input named \"" + std::string(name) + "\"");
     return i;
   }
+  // Returns when the outputs are written, on a device too: what the caller reads next
+  // (an output zero-copy array, a DLPack consumer on its own stream) sees them.
   void run() {
-    if (policy.empty()) return ex.run();
-    gexec::with_policy(policy, [&](auto p) { ex.run(p); });
+    if (policy.empty())
+      ex.run();
+    else
+      gexec::with_policy(policy, [&](auto p) { ex.run(p); });
+    ex.synchronize();
   }
 };
 
 struct model_box {
-  gexec::model m;
+  model_type m;
   std::string policy;
   bool params_are_inputs = false;  // a single-file model: see executor_box
 };
 
-gexec::model_options make_options(std::optional<int> num_threads, std::optional<std::string> planner, bool zero_unset_inputs) {
+gexec::model_options make_options(const std::vector<std::pair<int, int>>& devices, std::optional<int> num_threads,
+                                  std::optional<std::string> planner, bool zero_unset_inputs) {
   gexec::model_options o;
+  o.devices = to_devices(devices);
   o.zero_unset_inputs = zero_unset_inputs;
   if (num_threads) {
     if (*num_threads < 1) throw nb::value_error("num_threads must be at least 1");
@@ -393,23 +498,29 @@ bool embeds_graph_factory(const gexec::module& lib) {
 struct library_box {
   gexec::module lib;
   std::optional<gexec::factory> fac;  // when the library embeds a graph (export_library's single file)
-  // The factory's models for executors that run unset inputs as zeros, one per device
-  // list, as the factory keeps its own (gexec::factory::get_model): one plan and one
-  // copy of the weights for every executor made for those devices.
-  std::vector<std::pair<std::vector<DLDevice>, gexec::model>> zeroing_models;
+  // The embedded graph's models, one per device list and way of running unset inputs,
+  // as the factory keeps its own (gexec::factory::get_model): one plan and one copy of
+  // the weights (the library's, read once per loaded library) for every executor made
+  // for those devices.
+  struct keyed_model {
+    std::vector<DLDevice> devices;
+    bool zero_unset_inputs;
+    model_type m;
+  };
+  std::vector<keyed_model> models;
 
   executor_type create(const std::vector<DLDevice>& devices, bool zero_unset_inputs) {
     if (!fac)
       throw gexec::error(gexec::errc::invalid_module, lib.path().string() + " embeds no graph: it is a kernel library "
                                                       "(pass it to graph_executor.create with the graph JSON)");
-    if (!zero_unset_inputs) return fac->create(devices);
-    for (const auto& [d, m] : zeroing_models)
-      if (std::equal(d.begin(), d.end(), devices.begin(), devices.end(), gexec::same_device)) return m.instantiate();
+    for (const auto& k : models)
+      if (k.zero_unset_inputs == zero_unset_inputs && std::equal(k.devices.begin(), k.devices.end(), devices.begin(), devices.end(), gexec::same_device))
+        return k.m.instantiate();
     gexec::model_options o;
     o.devices = devices;
-    o.zero_unset_inputs = true;
-    gexec::model m(gexec::parse_graph(fac->graph_json()), gexec::packed_c_abi(lib), fac->params(), std::move(o));
-    zeroing_models.emplace_back(devices, m);
+    o.zero_unset_inputs = zero_unset_inputs;
+    model_type m = model_type::load(lib.path(), std::move(o));  // the library loaded already: its parsed blob is shared
+    models.push_back({devices, zero_unset_inputs, m});
     return m.instantiate();
   }
 };
@@ -482,21 +593,22 @@ NB_MODULE(_gexec, m) {
       .def("numpy_view", &numpy_view,
            "A numpy array sharing this NDArray's memory (no copy); it keeps that memory alive. An executor's "
            "output view changes at the executor's next run().")
-      .def("_copyfrom_array", [](const gexec::ndarray& self, const in_array& src) {
-        require_host_compact(self, "copyfrom");
-        self.copy_from(view_of(src, self.dtype()));
-      })
-      .def("_copyfrom_ndarray", [](const gexec::ndarray& self, const gexec::ndarray& src) { self.copy_from(src); })
-      .def("_copy", &gexec::ndarray::copy)
+      .def("_copyfrom_array", [](const gexec::ndarray& self, const in_array& src) { copy_elements(view_of(src, self.dtype()), self, "copyfrom"); })
+      .def("_copyfrom_ndarray", [](const gexec::ndarray& self, const gexec::ndarray& src) { copy_elements(src, self, "copyfrom"); })
+      .def("_copy", [](const gexec::ndarray& a) { return ndarray_copy(a, a.device()); })
+      .def("_copy_to", [](const gexec::ndarray& a, std::pair<int, int> device) { return ndarray_copy(a, to_device(device)); })
       .def("__dlpack__", [](const gexec::ndarray& a, nb::kwargs) { return dlpack_capsule(a); })
       .def("__dlpack_device__", [](const gexec::ndarray& a) {
         return std::pair<int, int>(a.device().device_type, a.device().device_id);
       });
 
   m.def("_empty", [](const std::vector<std::int64_t>& shape, std::string_view dtype, std::pair<int, int> device) {
-    return gexec::ndarray::empty(shape, gexec::parse_dtype(dtype), to_device(device));
+    return empty_on(shape, gexec::parse_dtype(dtype), to_device(device), "nd.empty");
   });
-  m.def("_array", &array_copy);
+  m.def("_array", [](const in_array& src, std::pair<int, int> device) { return array_copy(src, to_device(device)); });
+  m.def("_device_sync", [](std::pair<int, int> device) {
+    if (on_cuda(to_device(device))) device_memory::get().synchronize(to_device(device));
+  });
   m.def("_from_dlpack", [](const out_array& a) { return view_of(a); },
         "A view of a writable array given by DLPack (its memory, kept alive), as tvm.nd.from_dlpack.");
   m.def("_parse_dtype", [](std::string_view s) { return gexec::to_string(gexec::parse_dtype(s)); });
@@ -706,22 +818,22 @@ NB_MODULE(_gexec, m) {
   nb::class_<model_box>(m, "ModelBase")
       .def_static(
           "load_single",
-          [](const std::string& path, std::optional<int> num_threads, std::optional<std::string> planner, std::optional<std::string> policy,
-             bool zero_unset_inputs) {
-            auto o = make_options(num_threads, planner, zero_unset_inputs);
+          [](const std::string& path, const std::vector<std::pair<int, int>>& devices, std::optional<int> num_threads,
+             std::optional<std::string> planner, std::optional<std::string> policy, bool zero_unset_inputs) {
+            auto o = make_options(devices, num_threads, planner, zero_unset_inputs);
             auto p = checked_policy(policy);
-            return model_box{gexec::model::load(path, std::move(o)), p, true};
+            return model_box{model_type::load(path, std::move(o)), p, true};
           },
-          "path"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none(), "zero_unset_inputs"_a)
+          "path"_a, "devices"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none(), "zero_unset_inputs"_a)
       .def_static(
           "load_three",
-          [](const std::string& graph, const std::string& lib, const std::string& params, std::optional<int> num_threads,
-             std::optional<std::string> planner, std::optional<std::string> policy, bool zero_unset_inputs) {
-            auto o = make_options(num_threads, planner, zero_unset_inputs);
+          [](const std::string& graph, const std::string& lib, const std::string& params, const std::vector<std::pair<int, int>>& devices,
+             std::optional<int> num_threads, std::optional<std::string> planner, std::optional<std::string> policy, bool zero_unset_inputs) {
+            auto o = make_options(devices, num_threads, planner, zero_unset_inputs);
             auto p = checked_policy(policy);
-            return model_box{gexec::model::load(graph, lib, params, std::move(o)), p};
+            return model_box{model_type::load(graph, lib, params, std::move(o)), p};
           },
-          "graph"_a, "lib"_a, "params"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none(), "zero_unset_inputs"_a)
+          "graph"_a, "lib"_a, "params"_a, "devices"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none(), "zero_unset_inputs"_a)
       .def("instantiate", [](const model_box& b) { return executor_box{b.m.instantiate(), b.policy, b.params_are_inputs}; })
       .def_prop_ro("param_bytes", [](const model_box& b) { return b.m.param_bytes(); })
       .def_prop_ro("policy", [](const model_box& b) { return b.policy; });
@@ -755,7 +867,7 @@ NB_MODULE(_gexec, m) {
     gexec::model_options o;
     o.devices = to_devices(devices);
     o.zero_unset_inputs = zero_unset_inputs;
-    return executor_box{gexec::model(gexec::parse_graph(graph_json), gexec::packed_c_abi(lib.lib), std::move(o)).instantiate(), {}};
+    return executor_box{model_type(gexec::parse_graph(graph_json), gexec::packed_c_abi(lib.lib), std::move(o)).instantiate(), {}};
   });
   // The threads of the process's pool, which kernels' parallel loops use (tvm.runtime.num_threads).
   m.def("_num_threads", [] { return gexec::runtime::global().num_threads(); });
