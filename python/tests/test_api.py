@@ -360,7 +360,7 @@ def test_create_arguments(lib):
     assert e.value.code == "symbol_not_found" and "no_such_kernel" in str(e.value)
     with pytest.raises(gexec.Error) as e:
         graph_executor.create(g, lib, gexec.device("vulkan", 0))
-    assert e.value.code == "device_mismatch" and "vulkan(0)" in str(e.value)
+    assert e.value.code == "device_mismatch" and "vulkan:0" in str(e.value)
 
 
 def test_set_input_run_get_output(add_one):
