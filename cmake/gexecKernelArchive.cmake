@@ -1,5 +1,5 @@
 # cmake -DTAR=kernels.tar -DARCHIVE=libkernels.a -DAR=ar -P gexecKernelArchive.cmake
-# The object files of TVM's export_library(".tar") as one static archive (gexec_add_model).
+# The object files of TVM's export_library(".tar") as one static archive (gexec_add_model, gexec_add_relax_model).
 get_filename_component(_dir ${ARCHIVE} DIRECTORY)
 set(_objects_dir ${_dir}/objects)
 file(REMOVE_RECURSE ${_objects_dir})
@@ -8,9 +8,9 @@ file(MAKE_DIRECTORY ${_objects_dir})
 file(ARCHIVE_EXTRACT INPUT ${TAR} DESTINATION ${_objects_dir})
 file(GLOB _objects ${_objects_dir}/*.o)
 if(NOT _objects)
-  message(FATAL_ERROR "gexec_add_model: ${TAR} holds no object files (.o); is it TVM's export_library to a .tar?")
+  message(FATAL_ERROR "gexec: ${TAR} holds no object files (.o); is it TVM's export_library to a .tar?")
 endif()
 execute_process(COMMAND ${AR} qc ${ARCHIVE} ${_objects} RESULT_VARIABLE _rc)
 if(NOT _rc EQUAL 0)
-  message(FATAL_ERROR "gexec_add_model: ${AR} could not archive the objects of ${TAR}")
+  message(FATAL_ERROR "gexec: ${AR} could not archive the objects of ${TAR}")
 endif()

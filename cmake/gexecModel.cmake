@@ -13,6 +13,16 @@
 #     gexec::system_lib (<gexec/packed_c/system_lib.hpp>) binds the graph to them.
 # <name> must be a C identifier. Relative paths are taken from the current source dir.
 #
+# gexec_add_relax_model(<target> <name> <kernels.tar> [WEIGHTS <file>])
+#
+# Links a Relax model (TVM >= 0.21) into <target> the same way: <kernels.tar> is what
+# relax.build(mod, target, system_lib=True).export_library("kernels.tar") writes, lib0.o
+# (the kernels) and devc.o (the executable, its constants included), linked in whole;
+# gexec::system_module() (<gexec/library/system_module.hpp>) is the module they register,
+# which gexec::relax::load_executable runs. WEIGHTS embeds a parameter file (TVM's blob,
+# .safetensors or .npz) for the weights that nn.Module.export_tvm leaves as arguments,
+# read back through <gexec_models/<name>.hpp> as gexec_models::<name>::weights().
+#
 # gexec_embed_file(<target> <symbol> <file>) embeds one more file the same way, read
 # back through <gexec_models/<symbol>.hpp> as gexec_models::<symbol>::bytes().
 #
@@ -90,8 +100,12 @@ inline std::span<const std::byte> params() noexcept {
 }  // namespace gexec_models::${_name}
 " @ONLY)
 
-  # The kernels: the .tar's objects, archived at build time and linked in whole (nothing
-  # refers to them by name; their constructors register them).
+  _gexec_link_kernels(${_target} ${_name} ${_kernels})
+endfunction()
+
+# The kernels: the .tar's objects, archived at build time and linked in whole (nothing
+# refers to them by name; their constructors register them).
+function(_gexec_link_kernels _target _name _kernels)
   get_filename_component(_kernels "${_kernels}" ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
   set(_archive ${CMAKE_CURRENT_BINARY_DIR}/gexec_models/${_name}/libkernels.a)
   add_custom_command(OUTPUT ${_archive}
@@ -103,6 +117,33 @@ inline std::span<const std::byte> params() noexcept {
   target_link_options(${_target} PRIVATE "LINKER:--whole-archive" ${_archive} "LINKER:--no-whole-archive")
   set_property(TARGET ${_target} APPEND PROPERTY LINK_DEPENDS ${_archive})
   target_link_libraries(${_target} PRIVATE m)
+endfunction()
+
+function(gexec_add_relax_model _target _name _kernels)
+  cmake_parse_arguments(_arg "" "WEIGHTS" "" ${ARGN})
+  if(_arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "gexec_add_relax_model: unexpected arguments ${_arg_UNPARSED_ARGUMENTS} (it takes <target> <name> <kernels.tar> [WEIGHTS <file>])")
+  endif()
+  if(NOT _name MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
+    message(FATAL_ERROR "gexec_add_relax_model: the model name \"${_name}\" is not a C identifier")
+  endif()
+  if(_arg_WEIGHTS)
+    _gexec_embed(${_target} ${_name} weights ${_arg_WEIGHTS})
+    set(_sym gexec_embedded_${_name}_weights)
+    file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/gexec_models/include/gexec_models/${_name}.hpp CONTENT "#pragma once
+// Made by gexec_add_relax_model: the weights of Relax model ${_name}, embedded in the
+// program (its kernels and executable are linked in: gexec::system_module()).
+#include <cstddef>
+#include <span>
+${GEXEC_EMBED_DECLS}
+namespace gexec_models::${_name} {
+inline std::span<const std::byte> weights() noexcept {
+  return {reinterpret_cast<const std::byte*>(${_sym}_begin), static_cast<std::size_t>(${_sym}_end - ${_sym}_begin)};
+}
+}  // namespace gexec_models::${_name}
+" @ONLY)
+  endif()
+  _gexec_link_kernels(${_target} ${_name} ${_kernels})
 endfunction()
 
 function(gexec_small_terminate_handler _target)

@@ -45,7 +45,7 @@ inline void release_unread_pages(std::span<const std::byte> blob, const param_di
 /// bytes of the embedded blob read (all at once when it was parsed before).
 GEXEC_DECL std::shared_ptr<const embedded_factory> read_embedded_factory(const module& lib, const load_progress* progress) {
   if (!lib) throw error(errc::invalid_argument, "read_embedded_factory: no module");
-  module_state& state = *lib.state_;
+  module_source& state = *lib.state_;
   std::lock_guard g(state.embedded_mu);
   const std::string where = lib.path().string();
   auto symbol = lib.data_symbol("__tvm_dev_mblob");

@@ -15,6 +15,13 @@ relax.VMExecutable module beside its kernels), OUT_DIR/<name>.npz (inputs in0, i
 and the outputs TVM's relax.VirtualMachine returned, out0, out1, ... tuples flattened
 depth first) and an entry in OUT_DIR/manifest.json (and OUT_DIR/manifest.txt, the same a fact a line). Cases that gexec must refuse carry
 the error code and message parts instead of outputs.
+
+Three models are also built as a system library (relax.build(..., system_lib=True),
+export_library("<name>.tar"): lib0.o with the kernels, devc.o with the executable), into
+OUT_DIR/static/, which tests/relax_static links into static programs; a line each in
+OUT_DIR/static/manifest.txt: name, function, inputs, outputs, the atol and rtol a run
+must meet (0 0: bit for bit) and, for a model whose weights are arguments, the file in
+OUT_DIR holding them.
 """
 
 import json
@@ -268,13 +275,20 @@ def main(out, machine="x86_64"):
     def f32(*shape):
         return rng.standard_normal(shape).astype("float32")
 
-    def build(name, mod, function, inputs, runs=None, exec_mode="bytecode", weights=None):
+    static_cases = []
+
+    def build(name, mod, function, inputs, runs=None, exec_mode="bytecode", weights=None, system_lib=False):
         """Builds `mod`, runs `function` on each input list with TVM's VM, records the case.
         `weights` (name -> array) are passed after the inputs and written to parameter
-        files (TVM's blob and .safetensors) that gexec binds by name."""
+        files (TVM's blob and .safetensors) that gexec binds by name. `system_lib` also
+        exports it as a system library, to OUT_DIR/static/<name>.tar."""
         lib_path = name + ".so"
         ex = relax.build(mod, target=tvm.target.Target(target), exec_mode=exec_mode)
         ex.export_library(os.path.join(out, lib_path), **export)
+        if system_lib:  # objects only: no compiler links a .tar, for any target
+            os.makedirs(os.path.join(out, "static"), exist_ok=True)
+            relax.build(mod, target=tvm.target.Target(target), exec_mode=exec_mode, system_lib=True).export_library(
+                os.path.join(out, "static", name + ".tar"))
         if cross:  # TVM runs the module built for this machine instead
             vm = relax.VirtualMachine(relax.build(mod, target=TARGET, exec_mode=exec_mode), dev)
         else:
@@ -302,14 +316,18 @@ def main(out, machine="x86_64"):
                 if cross and name in ARM_TOLERANCE:
                     case["close"] = ARM_TOLERANCE[name]
                 cases.append(case)
+        if system_lib:
+            close = ARM_TOLERANCE.get(name, (0, 0)) if cross else (0, 0)
+            line = "%s %s %d %d %g %g" % (name, function, len(inputs), len(outs), close[0], close[1])
+            static_cases.append(line + (" " + name + ".safetensors" if weights else ""))
 
-    build("tiny", Tiny, "main", [f32(1, 16)])
+    build("tiny", Tiny, "main", [f32(1, 16)], system_lib=True)
     x = f32(4, 16)
     nn_mod, nn_spec = NnMlp().export_tvm(spec={"forward": {"x": nn.spec.Tensor((4, 16), "float32")}})
-    build("nn_mlp", nn_mod, "forward", [x], weights={n: f32(*[int(d) for d in p.shape]) for n, p in nn_spec})
+    build("nn_mlp", nn_mod, "forward", [x], weights={n: f32(*[int(d) for d in p.shape]) for n, p in nn_spec}, system_lib=True)
     w1, b1, w2, b2 = f32(32, 16), f32(32), f32(8, 32), f32(8)
     build("mlp", Mlp, "main", [x, w1, b1, w2, b2])
-    build("mlp_constants", bind_constants(Mlp, ["w1", "b1", "w2", "b2"], [w1, b1, w2, b2]), "main", [x])
+    build("mlp_constants", bind_constants(Mlp, ["w1", "b1", "w2", "b2"], [w1, b1, w2, b2]), "main", [x], system_lib=True)
 
     conv = [f32(1, 3, 16, 16), f32(8, 3, 3, 3), f32(8), f32(8), f32(8), np.abs(f32(8)) + 0.5, f32(10, 8), f32(10)]
     build("convnet", ConvNet, "main", conv)
@@ -335,6 +353,9 @@ def main(out, machine="x86_64"):
     relax.build(TwoFunctions, target=tvm.target.Target(target), exec_mode="compiled").export_library(os.path.join(out, "compiled_mode.so"), **export)
     cases.append({"name": "compiled_mode", "library": "compiled_mode.so", "function": "main",
                   "error": {"code": "invalid_module", "parts": ["TVMBackendAnyList", "exec_mode=\"compiled\""]}})
+
+    with open(os.path.join(out, "static", "manifest.txt"), "w") as f:
+        f.write("".join(line + "\n" for line in static_cases))
 
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"tvm": tvm.__version__, "machine": machine, "cases": cases}, f, indent=1)

@@ -3,6 +3,11 @@
 // the library's context slots with gexec's runtime hooks, so its kernels run
 // without libtvm_runtime; get_function() resolves packed functions by name.
 //
+// A module answers from a source of symbols: the library the dynamic loader opened
+// (module_impl.hpp), or the symbols that objects linked into the program registered
+// (system_module.hpp). Its users (bindings, models, Relax executables) cannot tell them
+// apart, and a program that never loads a library calls no dynamic-loader function.
+//
 // dlopen gives one copy of a library's globals to a whole process, so a library file
 // is one module per process: loading it again while a module holds it returns that
 // module. The table of loaded libraries is therefore process-wide by nature; the
@@ -19,9 +24,11 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "../file_path.hpp"
 #include "../load_progress.hpp"
@@ -34,9 +41,38 @@ class module;
 
 namespace detail {
 
-/// A loaded library: its Boost.DLL handle, context and resolved functions (module_impl.hpp).
-struct module_state;
 struct embedded_factory;
+
+/// What a module answers from (the members of module below say what each answers). A
+/// loaded library (module_state in module_impl.hpp: its Boost.DLL handle, context and
+/// resolved functions) is one; system_module.hpp defines the other. Made with
+/// std::make_shared of the derived type, which the shared_ptr destroys as such.
+///
+/// The answers are a table of function pointers, not virtual functions: the compiler
+/// speculatively devirtualizes a virtual call into the override it sees (the loaded
+/// library's), and that would bring the dynamic loader into every program that calls a
+/// module's members, a static program over system_module() included. A source's table is
+/// named only by its constructor.
+struct module_source {
+  struct answers {
+    packed_function (*function)(const module_source& self, std::string_view name, std::string* why);
+    bool (*has_symbol)(const module_source& self, std::string_view name);
+    std::span<const std::byte> (*data_symbol)(const module_source& self, std::string_view name);
+  };
+
+  explicit module_source(const answers& a) noexcept : answer(&a) {}
+  module_source(const module_source&) = delete;
+  module_source& operator=(const module_source&) = delete;
+
+  const answers* answer;
+  file_path path;        ///< a loaded library's canonical path; another source's name, in <>
+  bool tvm_ffi = false;  ///< compiled by TVM >= 0.21: kernels are __tvm_ffi_<name>, called as TVM-FFI safe calls
+  std::mutex embedded_mu;
+  std::weak_ptr<const embedded_factory> embedded;  ///< parsed __tvm_dev_mblob, shared by its users
+
+ protected:
+  ~module_source() = default;
+};
 
 /// The library's embedded factory, parsed once per loaded library (load_impl.hpp).
 GEXEC_DECL std::shared_ptr<const embedded_factory> read_embedded_factory(const module& lib, const load_progress* progress = nullptr);
@@ -46,6 +82,8 @@ GEXEC_DECL std::shared_ptr<const embedded_factory> read_embedded_factory(const m
 class module {
  public:
   module() = default;
+  /// A module over another source of symbols than a loaded library (system_module()).
+  explicit module(std::shared_ptr<detail::module_source> source) noexcept : state_(std::move(source)) {}
 
   /// The packed function `name` exports ("__tvm_main__" names the library's entry
   /// function); empty if there is none. Only functions the library itself defines
@@ -70,7 +108,7 @@ class module {
   friend module load_module(const file_path& path);
   friend class runtime;
   friend std::shared_ptr<const detail::embedded_factory> detail::read_embedded_factory(const module& lib, const load_progress* progress);
-  std::shared_ptr<detail::module_state> state_;
+  std::shared_ptr<detail::module_source> state_;
 };
 
 /// Opens a TVM-compiled kernel library (deploy_lib.so). Throws errc::io if the file

@@ -43,17 +43,12 @@
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
 
-struct module_state {
+/// A library the dynamic loader opened (path is its canonical path).
+struct module_state final : module_source {
   boost::dll::shared_library library;
-  file_path path;  // canonical
   module_context* context = nullptr;  // process-lifetime, one per file
-  bool tvm_ffi = false;               // compiled by TVM >= 0.21: kernels are __tvm_ffi_<name>, called as TVM-FFI safe calls
-  std::mutex embedded_mu;
-  std::weak_ptr<const embedded_factory> embedded;  // parsed __tvm_dev_mblob, shared by its users
 
-  module_state() = default;
-  module_state(const module_state&) = delete;
-  module_state& operator=(const module_state&) = delete;
+  module_state() : module_source(table()) {}
   // Handles compiled code cached stay valid memory; calls through them fail cleanly
   // if the library outlives this module (another loader keeps it mapped).
   ~module_state() {
@@ -84,6 +79,17 @@ struct module_state {
     return it->second.fn;
   }
 
+  [[nodiscard]] std::span<const std::byte> data_symbol(std::string_view name) const;
+
+  static const answers& table() noexcept {
+    static constexpr answers a{
+        [](const module_source& s, std::string_view name, std::string* why) { return static_cast<const module_state&>(s).lookup(name, why); },
+        [](const module_source& s, std::string_view name) { return static_cast<const module_state&>(s).library.has(std::string(name)); },
+        [](const module_source& s, std::string_view name) { return static_cast<const module_state&>(s).data_symbol(name); },
+    };
+    return a;
+  }
+
  private:
   struct resolved_function {
     packed_function fn;
@@ -98,7 +104,7 @@ struct module_state {
 
 /// Loaded libraries by canonical path, and their process-lifetime contexts.
 struct library_table {
-  std::map<std::filesystem::path, std::weak_ptr<module_state>> live;
+  std::map<std::filesystem::path, std::weak_ptr<module_source>> live;
   std::map<std::filesystem::path, module_context*> contexts;
 
   static library_table& instance() {
@@ -159,32 +165,35 @@ GEXEC_DECL void claim_context_slots(const boost::dll::shared_library& lib, const
   for (const planned& w : writes) *w.slot = w.value;
 }
 
-}  // namespace detail
-
-GEXEC_DECL packed_function module::get_function(std::string_view name, std::string* why) const {
-  return state_ ? state_->lookup(name, why) : packed_function{};
-}
-
-GEXEC_DECL bool module::tvm_ffi() const noexcept { return state_ && state_->tvm_ffi; }
-
-GEXEC_DECL bool module::has_symbol(std::string_view name) const { return state_ && state_->library.has(std::string(name)); }
-
-GEXEC_DECL std::span<const std::byte> module::data_symbol(std::string_view name) const {
-  if (!state_) return {};
+GEXEC_DECL std::span<const std::byte> module_state::data_symbol(std::string_view name) const {
   const std::string symbol(name);
-  const void* p = dlsym(state_->library.native(), symbol.c_str());
+  const void* p = dlsym(library.native(), symbol.c_str());
   if (!p) return {};
-  const std::string where = symbol + " of kernel library " + state_->path.string();
-  const link_map* object = detail::loaded_object(state_->library.native());
-  const detail::address_origin o = detail::origin_of(p);
+  const std::string where = symbol + " of kernel library " + path.string();
+  const link_map* object = loaded_object(library.native());
+  const address_origin o = origin_of(p);
   if (!object || o.object != object)
     throw error(errc::invalid_module, where + " comes from " + o.object_name + ", not from the library itself");
   if (!o.symbol || ELF64_ST_TYPE(o.symbol->st_info) != STT_OBJECT) throw error(errc::invalid_module, where + " is not a data object");
   const auto size = static_cast<std::size_t>(o.symbol->st_size);
-  if (!detail::fit_in_segments(object, p, size).inside)
+  if (!fit_in_segments(object, p, size).inside)
     throw error(errc::invalid_module, where + ": the symbol table gives it " + std::to_string(size) +
                                           " bytes, which run past the loaded segment holding it");
   return {static_cast<const std::byte*>(p), size};
+}
+
+}  // namespace detail
+
+GEXEC_DECL packed_function module::get_function(std::string_view name, std::string* why) const {
+  return state_ ? state_->answer->function(*state_, name, why) : packed_function{};
+}
+
+GEXEC_DECL bool module::tvm_ffi() const noexcept { return state_ && state_->tvm_ffi; }
+
+GEXEC_DECL bool module::has_symbol(std::string_view name) const { return state_ && state_->answer->has_symbol(*state_, name); }
+
+GEXEC_DECL std::span<const std::byte> module::data_symbol(std::string_view name) const {
+  return state_ ? state_->answer->data_symbol(*state_, name) : std::span<const std::byte>{};
 }
 
 GEXEC_DECL const file_path& module::path() const {

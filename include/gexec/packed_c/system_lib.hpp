@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "../binding/backend_functions.hpp"
 #include "../binding/binding.hpp"
 #include "../detail/last_error.hpp"
 #include "../error.hpp"
@@ -170,24 +171,12 @@ struct graph_reader<system_lib> {
 
 GEXEC_NAMESPACE_END
 
-// The C functions system-library objects call. Weak, so that including this header in
+// The C functions system-library objects call (the backend's workspace and parallel
+// launches too: binding/backend_functions.hpp). Weak, so that including this header in
 // several source files, or linking TVM's runtime too, leaves one definition.
 extern "C" {
 __attribute__((weak)) int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) {
   return ::gexec::detail::register_system_lib_symbol(name, ptr);
-}
-__attribute__((weak)) void* TVMBackendAllocWorkspace(int device_type, int device_id, std::uint64_t nbytes, int dtype_code_hint,
-                                                     int dtype_bits_hint) {
-  return ::gexec::detail::backend_alloc_workspace(device_type, device_id, nbytes, dtype_code_hint, dtype_bits_hint);
-}
-__attribute__((weak)) int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
-  return ::gexec::detail::backend_free_workspace(device_type, device_id, ptr);
-}
-__attribute__((weak)) int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
-  return ::gexec::detail::backend_parallel_launch(flambda, cdata, num_task);
-}
-__attribute__((weak)) int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
-  return ::gexec::detail::backend_parallel_barrier(task_id, penv);
 }
 __attribute__((weak)) int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void** out) {
   return ::gexec::detail::system_lib_get_func_from_env(mod_node, func_name, out);

@@ -263,24 +263,41 @@ inline bool carries_executable(const module& lib) {
   return false;
 }
 
-/// Reads the executable a single-file library carries (its __tvm_ffi__library_bin) and
-/// resolves it against the library's kernels.
-inline executable load_executable(const file_path& path, executable_options options = {}) {
-  module lib = load_module(path);
+namespace detail {
+/// load_executable's body; `where` names the module in messages (the path as the caller
+/// gave it, for a file).
+inline executable read_executable(module lib, const std::string& where, executable_options options) {
+  if (!lib) throw error(errc::invalid_argument, "load_executable: an empty module");
   const std::span<const std::byte> bin = lib.data_symbol("__tvm_ffi__library_bin");
   if (bin.empty())
-    throw error(errc::invalid_module, path.string() + " carries no __tvm_ffi__library_bin, so no Relax VM executable (TVM >= 0.21's "
-                                                      "export_library writes one; a graph executor library is loaded with gexec::model)");
-  const library_bin parsed = parse_library_bin(bin, "__tvm_ffi__library_bin of " + path.string());
+    throw error(errc::invalid_module, where + " carries no __tvm_ffi__library_bin, so no Relax VM executable (TVM >= 0.21's export_library "
+                                              "writes one into model.so; with relax.build(..., system_lib=True) and export_library(\"model.tar\"), "
+                                              "into the .tar's devc.o, which a static program links whole beside lib0.o: gexec_add_relax_model; "
+                                              "a graph executor library is loaded with gexec::model)");
+  const library_bin parsed = parse_library_bin(bin, "__tvm_ffi__library_bin of " + where);
   const library_bin_module* found = nullptr;
   for (const library_bin_module& m : parsed.modules)
     if (m.kind == "relax.VMExecutable") {
-      if (found) throw error(errc::invalid_module, path.string() + " carries two Relax VM executables");
+      if (found) throw error(errc::invalid_module, where + " carries two Relax VM executables");
       found = &m;
     }
-  if (!found) throw error(errc::invalid_module, path.string() + " carries no relax.VMExecutable module");
-  return executable::from(parse_vm_executable(found->bytes, "relax.VMExecutable of " + path.string()), std::move(lib),
-                          "Relax VM executable " + path.string(), std::move(options));
+  if (!found) throw error(errc::invalid_module, where + " carries no relax.VMExecutable module");
+  return executable::from(parse_vm_executable(found->bytes, "relax.VMExecutable of " + where), std::move(lib), "Relax VM executable " + where,
+                          std::move(options));
+}
+}  // namespace detail
+
+/// Reads the executable a single-file library carries (its __tvm_ffi__library_bin) and
+/// resolves it against the library's kernels.
+inline executable load_executable(const file_path& path, executable_options options = {}) {
+  return detail::read_executable(load_module(path), path.string(), std::move(options));
+}
+
+/// The same for a module: a library load_module opened, or the system library linked
+/// into the program (gexec::system_module(), <gexec/library/system_module.hpp>: its
+/// lib0.o's kernels and its devc.o's executable).
+inline executable load_executable(const module& lib, executable_options options = {}) {
+  return detail::read_executable(lib, lib.path().string(), std::move(options));
 }
 
 /// The same, with weights read from a parameter file (TVM's blob or .safetensors) bound
