@@ -7,14 +7,14 @@
 # find_package(gexec) fail with its message; from the source tree it stops the configure.
 include(CMakeFindDependencyMacro)
 if(GEXEC_FINDING_INSTALLED)
-  find_dependency(Boost 1.81 CONFIG COMPONENTS json)
+  find_dependency(Boost 1.75 CONFIG COMPONENTS json)
   find_dependency(Threads)
 elseif(GEXEC_BOOST_JSON_HEADER_ONLY)
   # Boost's headers alone: Boost.JSON's sources are compiled into gexec_boost_json (see
   # CMakeLists.txt), for targets that have no Boost.JSON library, as cross builds may not,
   # and for the Python wheel, which compiles them into its extension.
   if(NOT GEXEC_BOOST_INCLUDE_DIR)
-    find_package(Boost 1.81 CONFIG QUIET)
+    find_package(Boost 1.75 CONFIG QUIET)
   else()
     # Boost's headers from a folder, without Boost's CMake package: PyPI's boost-headers
     # (python -c "import boost_headers; print(boost_headers.get_include())") installs only these.
@@ -25,9 +25,9 @@ elseif(GEXEC_BOOST_JSON_HEADER_ONLY)
     string(REGEX REPLACE ".* ([0-9]+)$" "\\1" _gexec_boost_version "${_gexec_boost_version}")
     if(NOT _gexec_boost_version)
       message(FATAL_ERROR "GEXEC_BOOST_INCLUDE_DIR=${GEXEC_BOOST_INCLUDE_DIR} holds no boost/version.hpp")
-    elseif(_gexec_boost_version LESS 108100)
+    elseif(_gexec_boost_version LESS 107500)
       message(FATAL_ERROR "GEXEC_BOOST_INCLUDE_DIR=${GEXEC_BOOST_INCLUDE_DIR} holds Boost ${_gexec_boost_version} \
-(BOOST_VERSION): gexec needs 1.81 or newer")
+(BOOST_VERSION): gexec needs 1.75 or newer, the first with Boost.JSON (pip install boost-headers installs newer headers)")
     endif()
     add_library(Boost::headers INTERFACE IMPORTED)
     set_target_properties(Boost::headers PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${GEXEC_BOOST_INCLUDE_DIR}")
@@ -35,21 +35,22 @@ elseif(GEXEC_BOOST_JSON_HEADER_ONLY)
   endif()
   find_package(Threads REQUIRED)
 else()
-  find_package(Boost 1.81 CONFIG QUIET COMPONENTS json)
+  find_package(Boost 1.75 CONFIG QUIET COMPONENTS json)
   find_package(Threads REQUIRED)
 endif()
 if(NOT GEXEC_FINDING_INSTALLED AND NOT Boost_FOUND)
   # CMake's own message names BoostConfig.cmake, not what to install.
   if(GEXEC_BOOST_JSON_HEADER_ONLY)
-    set(_gexec_boost_what "Boost's headers, 1.81 or newer (Debian 12: apt-get install libboost1.81-dev; Ubuntu 24.04: \
-libboost1.83-dev; Ubuntu 22.04's Boost 1.74 has no Boost.JSON), or any Boost 1.81+ headers folder given as \
--DGEXEC_BOOST_INCLUDE_DIR=<dir> (pip install boost-headers, then pip install . -C cmake.define.GEXEC_BOOST_INCLUDE_DIR=\
-$(python -c 'import boost_headers; print(boost_headers.get_include())'))")
+    set(_gexec_boost_what "Boost's headers, 1.75 or newer (Debian 12: apt-get install libboost1.81-dev; Ubuntu 24.04: \
+libboost1.83-dev; Ubuntu 22.04's Boost 1.74 has no Boost.JSON: pip install boost-headers there, as below), or any \
+Boost 1.75+ headers folder given as -DGEXEC_BOOST_INCLUDE_DIR=<dir> (pip install boost-headers, then \
+pip install . -C cmake.define.GEXEC_BOOST_INCLUDE_DIR=$(python -c 'import boost_headers; print(boost_headers.get_include())'))")
   else()
-    set(_gexec_boost_what "Boost 1.81 or newer with the Boost.JSON library (Debian 12: apt-get install libboost1.81-dev \
+    set(_gexec_boost_what "Boost 1.75 or newer with the Boost.JSON library (Debian 12: apt-get install libboost1.81-dev \
 libboost-json1.81-dev; Ubuntu 24.04: libboost1.83-dev libboost-json1.83-dev; Ubuntu 22.04's Boost 1.74 has no \
 Boost.JSON), or configure with \
--DGEXEC_BOOST_JSON_HEADER_ONLY=ON -DGEXEC_INSTALL=OFF to compile Boost.JSON from Boost's headers")
+-DGEXEC_BOOST_JSON_HEADER_ONLY=ON -DGEXEC_INSTALL=OFF to compile Boost.JSON from Boost's headers (Ubuntu 22.04: \
+pip install boost-headers and add -DGEXEC_BOOST_INCLUDE_DIR=$(python -c 'import boost_headers; print(boost_headers.get_include())'))")
   endif()
   if(Boost_CONSIDERED_VERSIONS)
     set(_gexec_boost_found " (found Boost ${Boost_CONSIDERED_VERSIONS} at ${Boost_CONSIDERED_CONFIGS})")

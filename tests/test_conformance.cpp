@@ -98,7 +98,7 @@ struct model_case {
   [[nodiscard]] bool needs(std::string_view function) const {
     if (const json::value* funcs = info.if_contains("env_funcs"))
       for (const json::value& f : funcs->as_array())
-        if (f.as_string() == function) return true;
+        if (f.as_string() == json::string_view(function.data(), function.size())) return true;
     return false;
   }
   /// Whether its kernels call TVM's sort functions, whose outputs are copies of input
@@ -111,7 +111,7 @@ struct model_case {
 std::vector<std::string> manifest_models() {
   json::value manifest = read_json(conformance_dir() / "manifest.json");
   std::vector<std::string> names;
-  for (const json::value& m : manifest.at("models").as_array()) names.emplace_back(m.as_string());
+  for (const json::value& m : manifest.at("models").as_array()) names.push_back(json::value_to<std::string>(m));
   return names;
 }
 
@@ -267,7 +267,7 @@ void check_against_tvm(const model_case& m, std::string_view form, gexec::graph_
   CHECK_MESSAGE(inputs.size() == names.size(),
                 at << ": get_input_info() lists " << inputs.size() << " inputs, info.json " << names.size());
   for (std::size_t i = 0; i < std::min(inputs.size(), names.size()); ++i) {
-    const std::string want_name(names[i].as_string());
+    const std::string want_name = json::value_to<std::string>(names[i]);
     const json::value& want = info.at("inputs").at(want_name);
     CHECK_MESSAGE(inputs[i].name == want_name, at << ": input " << i << " is \"" << inputs[i].name << "\", info.json says \"" << want_name << "\"");
     CHECK_MESSAGE(inputs[i].shape == json_shape(want.at("shape")),
@@ -275,7 +275,7 @@ void check_against_tvm(const model_case& m, std::string_view form, gexec::graph_
                      << shape_string(json_shape(want.at("shape"))));
     CHECK_MESSAGE(gexec::to_string(inputs[i].dtype) == want.at("dtype").as_string(),
                   at << ": input \"" << want_name << "\" is " << gexec::to_string(inputs[i].dtype) << ", info.json says "
-                     << std::string(want.at("dtype").as_string()));
+                     << json::value_to<std::string>(want.at("dtype")));
   }
 
   std::vector<gexec::tensor_info> outputs = ex.get_output_info();
@@ -288,11 +288,11 @@ void check_against_tvm(const model_case& m, std::string_view form, gexec::graph_
                      << shape_string(json_shape(want_outputs[i].at("shape"))));
     CHECK_MESSAGE(gexec::to_string(outputs[i].dtype) == want_outputs[i].at("dtype").as_string(),
                   at << ": output " << i << " is " << gexec::to_string(outputs[i].dtype) << ", info.json says "
-                     << std::string(want_outputs[i].at("dtype").as_string()));
+                     << json::value_to<std::string>(want_outputs[i].at("dtype")));
   }
 
   for (const json::value& name : names) {
-    const std::string input(name.as_string());
+    const std::string input = json::value_to<std::string>(name);
     ex.set_input(input, m.inputs.at(input));
   }
   ex.run();
@@ -373,7 +373,7 @@ TEST_CASE("an environment function that is not registered fails the kernel clean
       guarded(m, form, [&] {
         auto ex = form == "split" ? create_split(m) : gexec::load_factory(m.dir / "model.so").create();
         for (const json::value& name : m.info.at("input_names").as_array()) {
-          const std::string input(name.as_string());
+          const std::string input = json::value_to<std::string>(name);
           ex.set_input(input, m.inputs.at(input));
         }
         try {
@@ -436,7 +436,7 @@ TEST_CASE("single file (load_factory(model.so).create()) matches TVM") {
           module_name = factory->as_object().if_contains("module_name");
       if (module_name)
         CHECK_MESSAGE(f.module_name() == module_name->as_string(), at << ": module name is \"" << f.module_name() << "\", info.json says \""
-                                                                      << std::string(module_name->as_string()) << "\"");
+                                                                      << json::value_to<std::string>(*module_name) << "\"");
 
       // The embedded parameters are params.bin's.
       gexec::param_dict params = gexec::load_param_dict_file(m.dir / "params.bin");

@@ -60,6 +60,16 @@ constexpr const char* kGraph = R"({
   "after_metadata": "ignored, as TVM stops at metadata"
 })";
 
+// The value under `v` at a path of keys and indices, to change in place: Boost.JSON's
+// value::at() gives a value to change only from Boost 1.81 on, object::at() and
+// array::at() do in every version.
+json::value& at(json::value& v, json::string_view key) { return v.as_object().at(key); }
+json::value& at(json::value& v, std::size_t index) { return v.as_array().at(index); }
+template <class Step, class Next, class... Rest>
+json::value& at(json::value& v, Step step, Next next, Rest... rest) {
+  return at(at(v, step), next, rest...);
+}
+
 // Boost.JSON's erase moves the last key into the hole; key order matters here
 // (TVM stops at "metadata"), so erase by rebuilding.
 void erase_key(json::value& v, const char* key) {
@@ -148,8 +158,8 @@ TEST_CASE("a validated graph keeps the compact form and makes the node-per-struc
 
 TEST_CASE("optional graph attributes may be absent") {
   json::value doc = json::parse(kGraph);
-  erase_key(doc.at("attrs"), "device_index");
-  erase_key(doc.at("attrs"), "storage_scope");
+  erase_key(at(doc, "attrs"), "device_index");
+  erase_key(at(doc, "attrs"), "storage_scope");
   erase_key(doc, "metadata");
   erase_key(doc, "after_metadata");
   gexec::graph g = gexec::parse_graph(json::serialize(doc));
@@ -178,8 +188,8 @@ struct malformed {
   const char* message;  // must appear in what()
 };
 
-json::value& node(json::value& doc, std::size_t i) { return doc.at("nodes").at(i); }
-json::value& attr_values(json::value& doc, const char* key) { return doc.at("attrs").at(key).at(1); }
+json::value& node(json::value& doc, std::size_t i) { return at(doc, "nodes", i); }
+json::value& attr_values(json::value& doc, const char* key) { return at(doc, "attrs", key, 1); }
 
 }  // namespace
 
@@ -195,51 +205,51 @@ TEST_CASE("malformed graphs are rejected with the JSON path and the offending va
          for (const auto& kv : d.as_object()) o[kv.key()] = kv.value();
          d = std::move(o);
        }, errc::invalid_graph, "bogus: unknown graph key"},
-      {"nodes not an array", [](json::value& d) { d.at("nodes") = "x"; }, errc::invalid_graph, "nodes: expected an array, got \"x\""},
+      {"nodes not an array", [](json::value& d) { at(d, "nodes") = "x"; }, errc::invalid_graph, "nodes: expected an array, got \"x\""},
       {"node not an object", [](json::value& d) { node(d, 1) = 5; }, errc::invalid_graph, "nodes[1]: expected an object, got 5"},
       {"node without op", [](json::value& d) { erase_key(node(d, 2), "op"); }, errc::invalid_graph, "nodes[2]: missing \"op\""},
       {"node without name", [](json::value& d) { erase_key(node(d, 2), "name"); }, errc::invalid_graph, "nodes[2]: missing \"name\""},
       {"unknown node key", [](json::value& d) { node(d, 2).as_object()["extra"] = 1; }, errc::invalid_graph, "nodes[2].extra: unknown node key"},
-      {"unknown op", [](json::value& d) { node(d, 2).at("op") = "relu"; }, errc::invalid_graph, "nodes[2].op: unknown op \"relu\""},
-      {"name not a string", [](json::value& d) { node(d, 0).at("name") = 3; }, errc::invalid_graph, "nodes[0].name: expected a string, got 3"},
-      {"entry of one element", [](json::value& d) { node(d, 2).at("inputs").at(1) = json::array{1}; }, errc::invalid_graph, "nodes[2].inputs[1]: expected [node, index] or [node, index, version], got [1]"},
-      {"entry of four elements", [](json::value& d) { node(d, 2).at("inputs").at(1) = json::array{1, 0, 0, 0}; }, errc::invalid_graph, "nodes[2].inputs[1]: expected [node, index]"},
-      {"input from a later node", [](json::value& d) { node(d, 2).at("inputs").at(0) = json::array{3, 0}; }, errc::invalid_graph, "nodes[2].inputs[0]: refers to node 3, which does not come before node 2"},
-      {"input from itself", [](json::value& d) { node(d, 2).at("inputs").at(0) = json::array{2, 0}; }, errc::invalid_graph, "nodes[2].inputs[0]: refers to node 2"},
-      {"input output index out of range", [](json::value& d) { node(d, 2).at("inputs").at(1) = json::array{1, 1}; }, errc::invalid_graph, "nodes[2].inputs[1]: output 1 of node 1, which has 1 outputs"},
-      {"negative node id", [](json::value& d) { node(d, 2).at("inputs").at(0) = json::array{-1, 0}; }, errc::invalid_graph, "nodes[2].inputs[0][0]: value -1 is out of range"},
-      {"fractional node id", [](json::value& d) { node(d, 2).at("inputs").at(0) = json::array{0.5, 0}; }, errc::invalid_graph, "nodes[2].inputs[0][0]: expected an integer, got 5E-1"},
-      {"attrs without func_name", [](json::value& d) { erase_key(node(d, 2).at("attrs"), "func_name"); }, errc::invalid_graph, "nodes[2].attrs: missing \"func_name\""},
-      {"attrs without flatten_data", [](json::value& d) { erase_key(node(d, 4).at("attrs"), "flatten_data"); }, errc::invalid_graph, "nodes[4].attrs: missing \"flatten_data\""},
-      {"num_outputs not a number", [](json::value& d) { node(d, 2).at("attrs").at("num_outputs") = "two"; }, errc::invalid_graph, "nodes[2].attrs.num_outputs: expected an unsigned integer in a string, got \"two\""},
-      {"num_outputs as a JSON number", [](json::value& d) { node(d, 2).at("attrs").at("num_outputs") = 1; }, errc::invalid_graph, "nodes[2].attrs.num_outputs: expected a string, got 1"},
-      {"num_inputs disagrees with inputs", [](json::value& d) { node(d, 2).at("attrs").at("num_inputs") = "3"; }, errc::invalid_graph, "nodes[2].attrs.num_inputs: is 3 but the node has 2 inputs"},
+      {"unknown op", [](json::value& d) { at(node(d, 2), "op") = "relu"; }, errc::invalid_graph, "nodes[2].op: unknown op \"relu\""},
+      {"name not a string", [](json::value& d) { at(node(d, 0), "name") = 3; }, errc::invalid_graph, "nodes[0].name: expected a string, got 3"},
+      {"entry of one element", [](json::value& d) { at(node(d, 2), "inputs", 1) = json::array{1}; }, errc::invalid_graph, "nodes[2].inputs[1]: expected [node, index] or [node, index, version], got [1]"},
+      {"entry of four elements", [](json::value& d) { at(node(d, 2), "inputs", 1) = json::array{1, 0, 0, 0}; }, errc::invalid_graph, "nodes[2].inputs[1]: expected [node, index]"},
+      {"input from a later node", [](json::value& d) { at(node(d, 2), "inputs", 0) = json::array{3, 0}; }, errc::invalid_graph, "nodes[2].inputs[0]: refers to node 3, which does not come before node 2"},
+      {"input from itself", [](json::value& d) { at(node(d, 2), "inputs", 0) = json::array{2, 0}; }, errc::invalid_graph, "nodes[2].inputs[0]: refers to node 2"},
+      {"input output index out of range", [](json::value& d) { at(node(d, 2), "inputs", 1) = json::array{1, 1}; }, errc::invalid_graph, "nodes[2].inputs[1]: output 1 of node 1, which has 1 outputs"},
+      {"negative node id", [](json::value& d) { at(node(d, 2), "inputs", 0) = json::array{-1, 0}; }, errc::invalid_graph, "nodes[2].inputs[0][0]: value -1 is out of range"},
+      {"fractional node id", [](json::value& d) { at(node(d, 2), "inputs", 0) = json::array{0.5, 0}; }, errc::invalid_graph, "nodes[2].inputs[0][0]: expected an integer, got 5E-1"},
+      {"attrs without func_name", [](json::value& d) { erase_key(at(node(d, 2), "attrs"), "func_name"); }, errc::invalid_graph, "nodes[2].attrs: missing \"func_name\""},
+      {"attrs without flatten_data", [](json::value& d) { erase_key(at(node(d, 4), "attrs"), "flatten_data"); }, errc::invalid_graph, "nodes[4].attrs: missing \"flatten_data\""},
+      {"num_outputs not a number", [](json::value& d) { at(node(d, 2), "attrs", "num_outputs") = "two"; }, errc::invalid_graph, "nodes[2].attrs.num_outputs: expected an unsigned integer in a string, got \"two\""},
+      {"num_outputs as a JSON number", [](json::value& d) { at(node(d, 2), "attrs", "num_outputs") = 1; }, errc::invalid_graph, "nodes[2].attrs.num_outputs: expected a string, got 1"},
+      {"num_inputs disagrees with inputs", [](json::value& d) { at(node(d, 2), "attrs", "num_inputs") = "3"; }, errc::invalid_graph, "nodes[2].attrs.num_inputs: is 3 but the node has 2 inputs"},
       {"kernel node without attrs", [](json::value& d) { erase_key(node(d, 2), "attrs"); }, errc::invalid_graph, "nodes[2]: tvm_op node \"dense\" has no attrs"},
-      {"empty func_name", [](json::value& d) { node(d, 2).at("attrs").at("func_name") = ""; }, errc::invalid_graph, "nodes[2].attrs.func_name: is empty"},
-      {"null node with inputs", [](json::value& d) { node(d, 1).at("inputs") = json::parse("[[0, 0]]"); }, errc::invalid_graph, "nodes[1].inputs: a \"null\" node takes no inputs"},
-      {"control dependency out of range", [](json::value& d) { node(d, 3).at("control_deps") = json::array{99}; }, errc::invalid_graph, "nodes[3].control_deps[0]: node 99 out of range (5 nodes)"},
-      {"node_row_ptr too short", [](json::value& d) { d.at("node_row_ptr").as_array().pop_back(); }, errc::invalid_graph, "node_row_ptr: has 5 elements, expected 6"},
-      {"node_row_ptr disagrees with num_outputs", [](json::value& d) { node(d, 4).at("attrs").at("num_outputs") = "3"; }, errc::invalid_graph, "node_row_ptr[5]: is 6, expected 7 (node 4 has 3 outputs)"},
-      {"node_row_ptr not starting at 0", [](json::value& d) { d.at("node_row_ptr").at(0) = 1; }, errc::invalid_graph, "node_row_ptr[0]: is 1, expected 0"},
-      {"arg node out of range", [](json::value& d) { d.at("arg_nodes").at(1) = 9; }, errc::invalid_graph, "arg_nodes[1]: node 9 out of range (5 nodes)"},
-      {"arg node is a kernel", [](json::value& d) { d.at("arg_nodes").at(1) = 2; }, errc::invalid_graph, "arg_nodes[1]: node 2 (\"dense\") is not a \"null\" node"},
-      {"arg node listed twice", [](json::value& d) { d.at("arg_nodes").at(1) = 0; }, errc::invalid_graph, "arg_nodes[1]: name \"x\" is already used by arg_nodes[0]"},
-      {"head node out of range", [](json::value& d) { d.at("heads").at(0) = json::array{7, 0, 0}; }, errc::invalid_graph, "heads[0]: node 7 out of range (5 nodes)"},
-      {"head output out of range", [](json::value& d) { d.at("heads").at(1) = json::array{4, 2, 0}; }, errc::invalid_graph, "heads[1]: output 2 of node 4, which has 2 outputs"},
-      {"unknown dtype", [](json::value& d) { attr_values(d, "dltype").at(3) = "float31"; }, errc::invalid_graph, "attrs.dltype[1][3]: unknown dtype \"float31\""},
-      {"dltype with the wrong type tag", [](json::value& d) { d.at("attrs").at("dltype").at(0) = "list_int"; }, errc::invalid_graph, "attrs.dltype[0]: expected \"list_str\", got \"list_int\""},
+      {"empty func_name", [](json::value& d) { at(node(d, 2), "attrs", "func_name") = ""; }, errc::invalid_graph, "nodes[2].attrs.func_name: is empty"},
+      {"null node with inputs", [](json::value& d) { at(node(d, 1), "inputs") = json::parse("[[0, 0]]"); }, errc::invalid_graph, "nodes[1].inputs: a \"null\" node takes no inputs"},
+      {"control dependency out of range", [](json::value& d) { at(node(d, 3), "control_deps") = json::array{99}; }, errc::invalid_graph, "nodes[3].control_deps[0]: node 99 out of range (5 nodes)"},
+      {"node_row_ptr too short", [](json::value& d) { at(d, "node_row_ptr").as_array().pop_back(); }, errc::invalid_graph, "node_row_ptr: has 5 elements, expected 6"},
+      {"node_row_ptr disagrees with num_outputs", [](json::value& d) { at(node(d, 4), "attrs", "num_outputs") = "3"; }, errc::invalid_graph, "node_row_ptr[5]: is 6, expected 7 (node 4 has 3 outputs)"},
+      {"node_row_ptr not starting at 0", [](json::value& d) { at(d, "node_row_ptr", 0) = 1; }, errc::invalid_graph, "node_row_ptr[0]: is 1, expected 0"},
+      {"arg node out of range", [](json::value& d) { at(d, "arg_nodes", 1) = 9; }, errc::invalid_graph, "arg_nodes[1]: node 9 out of range (5 nodes)"},
+      {"arg node is a kernel", [](json::value& d) { at(d, "arg_nodes", 1) = 2; }, errc::invalid_graph, "arg_nodes[1]: node 2 (\"dense\") is not a \"null\" node"},
+      {"arg node listed twice", [](json::value& d) { at(d, "arg_nodes", 1) = 0; }, errc::invalid_graph, "arg_nodes[1]: name \"x\" is already used by arg_nodes[0]"},
+      {"head node out of range", [](json::value& d) { at(d, "heads", 0) = json::array{7, 0, 0}; }, errc::invalid_graph, "heads[0]: node 7 out of range (5 nodes)"},
+      {"head output out of range", [](json::value& d) { at(d, "heads", 1) = json::array{4, 2, 0}; }, errc::invalid_graph, "heads[1]: output 2 of node 4, which has 2 outputs"},
+      {"unknown dtype", [](json::value& d) { at(attr_values(d, "dltype"), 3) = "float31"; }, errc::invalid_graph, "attrs.dltype[1][3]: unknown dtype \"float31\""},
+      {"dltype with the wrong type tag", [](json::value& d) { at(d, "attrs", "dltype", 0) = "list_int"; }, errc::invalid_graph, "attrs.dltype[0]: expected \"list_str\", got \"list_int\""},
       {"dltype list too short", [](json::value& d) { attr_values(d, "dltype").as_array().pop_back(); }, errc::invalid_graph, "attrs.dltype[1]: has 5 elements, expected one per entry (6)"},
       {"shape list too long", [](json::value& d) { attr_values(d, "shape").as_array().push_back(json::array{1}); }, errc::invalid_graph, "attrs.shape[1]: has 7 elements, expected one per entry (6)"},
-      {"negative dimension", [](json::value& d) { attr_values(d, "shape").at(2).at(1) = -4; }, errc::invalid_graph, "attrs.shape[1][2][1]: dimension -4 is negative"},
-      {"overflowing shape", [](json::value& d) { attr_values(d, "shape").at(2) = json::array{std::int64_t{1} << 62, 4}; }, errc::invalid_graph, "attrs.shape[1][2]: shape [4611686018427387904, 4] of float32 overflows"},
-      {"shape element not a list", [](json::value& d) { attr_values(d, "shape").at(0) = 4; }, errc::invalid_graph, "attrs.shape[1][0]: expected an array, got 4"},
-      {"negative storage id", [](json::value& d) { attr_values(d, "storage_id").at(0) = -1; }, errc::invalid_graph, "attrs.storage_id[1][0]: storage id -1 is negative"},
-      {"device type 0", [](json::value& d) { attr_values(d, "device_index").at(0) = 0; }, errc::invalid_graph, "attrs.device_index[1][0]: device type 0 is not a DLDeviceType"},
-      {"one storage on two devices", [](json::value& d) { attr_values(d, "device_index").at(3) = 2; }, errc::invalid_graph, "attrs.device_index[1][3]: entry 3 is on cuda but shares storage 2 with entry 2 on cpu"},
+      {"negative dimension", [](json::value& d) { at(attr_values(d, "shape"), 2, 1) = -4; }, errc::invalid_graph, "attrs.shape[1][2][1]: dimension -4 is negative"},
+      {"overflowing shape", [](json::value& d) { at(attr_values(d, "shape"), 2) = json::array{std::int64_t{1} << 62, 4}; }, errc::invalid_graph, "attrs.shape[1][2]: shape [4611686018427387904, 4] of float32 overflows"},
+      {"shape element not a list", [](json::value& d) { at(attr_values(d, "shape"), 0) = 4; }, errc::invalid_graph, "attrs.shape[1][0]: expected an array, got 4"},
+      {"negative storage id", [](json::value& d) { at(attr_values(d, "storage_id"), 0) = -1; }, errc::invalid_graph, "attrs.storage_id[1][0]: storage id -1 is negative"},
+      {"device type 0", [](json::value& d) { at(attr_values(d, "device_index"), 0) = 0; }, errc::invalid_graph, "attrs.device_index[1][0]: device type 0 is not a DLDeviceType"},
+      {"one storage on two devices", [](json::value& d) { at(attr_values(d, "device_index"), 3) = 2; }, errc::invalid_graph, "attrs.device_index[1][3]: entry 3 is on cuda but shares storage 2 with entry 2 on cpu"},
       {"storage_scope of the wrong length", [](json::value& d) { attr_values(d, "storage_scope").as_array().pop_back(); }, errc::invalid_graph, "attrs.storage_scope[1]: has 5 elements"},
-      {"unknown graph attribute type", [](json::value& d) { d.at("attrs").as_object()["layout"] = json::array{"list_str", json::array{"NCHW"}}; }, errc::invalid_graph, "attrs.layout: unknown graph attribute"},
-      {"graph attribute not a pair", [](json::value& d) { d.at("attrs").at("storage_id") = json::array{"list_int"}; }, errc::invalid_graph, "attrs.storage_id: expected [\"list_int\", value]"},
-      {"__copy with two inputs", [](json::value& d) { node(d, 2).at("attrs").at("func_name") = "__copy"; }, errc::invalid_graph, "nodes[2]: __copy node \"dense\" must have 1 input and 1 output"},
+      {"unknown graph attribute type", [](json::value& d) { at(d, "attrs").as_object()["layout"] = json::array{"list_str", json::array{"NCHW"}}; }, errc::invalid_graph, "attrs.layout: unknown graph attribute"},
+      {"graph attribute not a pair", [](json::value& d) { at(d, "attrs", "storage_id") = json::array{"list_int"}; }, errc::invalid_graph, "attrs.storage_id: expected [\"list_int\", value]"},
+      {"__copy with two inputs", [](json::value& d) { at(node(d, 2), "attrs", "func_name") = "__copy"; }, errc::invalid_graph, "nodes[2]: __copy node \"dense\" must have 1 input and 1 output"},
   };
   for (const malformed& c : cases) {
     const std::string what = c.what;

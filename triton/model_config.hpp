@@ -170,14 +170,14 @@ inline std::string shape_text(const std::vector<std::int64_t>& s) {
   return t + "]";
 }
 
-inline const json::array* array_field(const json::object& o, std::string_view key) {
+inline const json::array* array_field(const json::object& o, json::string_view key) {
   const json::value* v = o.if_contains(key);
   if (!v || v->is_null()) return nullptr;
   if (!v->is_array()) config_error(std::string(key) + " must be a list");
   return &v->as_array();
 }
 
-inline std::vector<std::int64_t> read_dims_of(const json::object& o, std::string_view key, const std::string& what) {
+inline std::vector<std::int64_t> read_dims_of(const json::object& o, json::string_view key, const std::string& what) {
   std::vector<std::int64_t> dims;
   if (const json::array* a = array_field(o, key))
     for (const json::value& d : *a) {
@@ -198,7 +198,7 @@ inline settings read_settings(const json::object& config) {
   for (const auto& [key, value] : p->as_object()) {
     const json::value* sv = value.is_object() ? value.as_object().if_contains("string_value") : nullptr;
     if (!sv || !sv->is_string()) config_error("parameter \"" + std::string(key) + "\" has no string_value");
-    const std::string v(sv->as_string());
+    const std::string v = json::value_to<std::string>(*sv);
     if (key == "num_threads") {
       const auto n = as_int(json::value(v));
       if (!n || *n < 0 || *n > 4096) config_error("parameter num_threads \"" + v + "\": expected a whole number 0..4096 (0: all cores)");
@@ -309,7 +309,7 @@ inline void name_outputs(const json::array& given, const std::vector<model_tenso
     const json::value& v = given[position];
     if (!v.is_object()) config_error("output entries must be maps");
     const json::value* n = v.as_object().if_contains("name");
-    const std::string name = n && n->is_string() ? std::string(n->as_string()) : "";
+    const std::string name = n && n->is_string() ? json::value_to<std::string>(*n) : "";
     const std::string what = "config output \"" + name + "\"";
     std::optional<std::size_t> k;
     if (const auto index = output_index_name(name)) {
@@ -349,7 +349,7 @@ inline void check_entries(const json::array& given, const std::vector<served_ten
     if (!v.is_object()) config_error(std::string(kind) + " entries must be maps");
     const json::object& io = v.as_object();
     const json::value* n = io.if_contains("name");
-    const std::string name = n && n->is_string() ? std::string(n->as_string()) : "";
+    const std::string name = n && n->is_string() ? json::value_to<std::string>(*n) : "";
     const std::string config_what = "config " + std::string(kind) + " \"" + name + "\"";
     std::size_t k = 0;
     while (k < served.size() && served[k].name != name) ++k;
@@ -363,7 +363,7 @@ inline void check_entries(const json::array& given, const std::vector<served_ten
     const std::string as_model = std::string(kind) == "output" ? "output" + std::to_string(t.index) : name;
     const std::string what = name == as_model ? config_what : config_what + " (the model's " + as_model + ")";
     const json::value* type = io.if_contains("data_type");
-    const std::string type_name = type && type->is_string() ? std::string(type->as_string()) : "";
+    const std::string type_name = type && type->is_string() ? json::value_to<std::string>(*type) : "";
     if (type_name != config_type_name(t.type))
       config_error(what + ": data_type " + type_name + ", the model's is " + std::string(config_type_name(t.type)));
     const std::vector<std::int64_t> dims = read_dims(io, what), want = t.dims(batched);

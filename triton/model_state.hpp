@@ -46,7 +46,7 @@ class model_state {
     json::object config = read_config(model);
     settings_ = read_settings(config);
     const json::value* dmf = config.if_contains("default_model_filename");
-    const model_files files = find_files(fs::path(location) / std::to_string(version_), dmf && dmf->is_string() ? std::string(dmf->as_string()) : "");
+    const model_files files = find_files(fs::path(location) / std::to_string(version_), dmf && dmf->is_string() ? json::value_to<std::string>(*dmf) : "");
     check_weights(files, settings_.weights_as_inputs);
 
     options_.runtime = settings_.num_threads > 0 ? gexec::runtime::create({.num_threads = settings_.num_threads})
@@ -174,7 +174,7 @@ class model_state {
     std::size_t size = 0;
     TRITONSERVER_Error* e = TRITONSERVER_MessageSerializeToJson(message, &text, &size);
     json::value v;
-    if (!e) v = json::parse(std::string_view(text, size));
+    if (!e) v = json::parse(json::string_view(text, size));
     if (TRITONSERVER_Error* d = TRITONSERVER_MessageDelete(message)) TRITONSERVER_ErrorDelete(d);
     check(e, "TRITONSERVER_MessageSerializeToJson");
     if (!v.is_object()) throw gexec::error(gexec::errc::invalid_argument, "the model configuration is not a JSON object");

@@ -94,7 +94,7 @@ struct null_handler {
   static constexpr std::size_t max_array_size = std::size_t(-1);
   static constexpr std::size_t max_key_size = std::size_t(-1);
   static constexpr std::size_t max_string_size = std::size_t(-1);
-  using ec = boost::json::error_code;
+  using ec = boost::system::error_code;
   using sv = boost::json::string_view;
   bool on_document_begin(ec&) { return true; }
   bool on_document_end(ec&) { return true; }
@@ -118,7 +118,7 @@ struct null_handler {
 
 [[gnu::noinline]] void stream_parse(std::string_view text) {
   boost::json::basic_parser<null_handler> p(boost::json::parse_options{});
-  boost::json::error_code ec;
+  boost::system::error_code ec;
   p.write_some(false, text.data(), text.size(), ec);
   if (ec) {
     std::fprintf(stderr, "streaming parse failed: %s\n", ec.message().c_str());

@@ -372,7 +372,7 @@ inputs_t inputs_for(const fs::path& m, const Executor& ex) {
     const json::object info = json::parse(read_text(m / "info.json")).as_object();
     const gexec::param_dict all = gexec::load_param_dict_file(m / "inputs.bin");
     for (const json::value& v : info.at("input_names").as_array()) {
-      std::string name(v.as_string());
+      std::string name = json::value_to<std::string>(v);
       inputs.emplace_back(name, all.at(name));
     }
     return inputs;
@@ -541,7 +541,7 @@ int main(int argc, char** argv) {
     std::printf("\nconformance models (%s); outputs: as_compiled against liveness, byte for byte\n", dir.string().c_str());
     const json::value manifest = json::parse(read_text(dir / "manifest.json"));
     for (const json::value& v : manifest.at("models").as_array()) {
-      const std::string name(v.as_string());
+      const std::string name = json::value_to<std::string>(v);
       try {
         conformance_model(dir, name);
       } catch (const std::exception& e) {

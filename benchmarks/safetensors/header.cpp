@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     const std::vector<std::byte> file = gexec::save_safetensors(tensors);
     std::uint64_t header_bytes = 0;
     std::memcpy(&header_bytes, file.data(), 8);
-    const std::string_view header(reinterpret_cast<const char*>(file.data()) + 8, static_cast<std::size_t>(header_bytes));
+    const boost::json::string_view header(reinterpret_cast<const char*>(file.data()) + 8, static_cast<std::size_t>(header_bytes));
     const int runs = n >= 100000 ? 3 : 7;
     std::size_t loaded = 0;
     const double gexec_ms = median_ms([&] { loaded = gexec::load_param_dict(std::span<const std::byte>(file)).size(); }, runs);

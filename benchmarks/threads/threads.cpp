@@ -327,7 +327,7 @@ workload conformance_model(const fs::path& dir, const std::string& name) {
   gexec::param_dict all_inputs = gexec::load_param_dict_file(m / "inputs.bin");
   std::vector<std::pair<std::string, gexec::ndarray>> inputs;
   for (const json::value& v : info.at("input_names").as_array()) {
-    std::string input(v.as_string());
+    std::string input = json::value_to<std::string>(v);
     inputs.emplace_back(input, all_inputs.at(input));
   }
   return {name, [g, lib, params, inputs](std::shared_ptr<gexec::runtime> rt) {
@@ -486,7 +486,7 @@ int main(int argc, char** argv) {
     gexec::contrib::register_sort_functions();
     const json::value manifest = json::parse(read_text(dir / "manifest.json"));
     for (const json::value& v : manifest.at("models").as_array()) {
-      const std::string name(v.as_string());
+      const std::string name = json::value_to<std::string>(v);
       try {
         work.push_back(conformance_model(dir, name));
         work.back().tvm_model = true;

@@ -70,13 +70,13 @@ int main(int argc, char** argv) {
   try {
     json::value manifest = read_json(dir / "manifest.json");
     const json::object tvm_times = read_json(argv[2]).at("models").as_object();
-    std::printf("TVM %s; gexec thread pool: %d threads\n", std::string(manifest.at("tvm_version").as_string()).c_str(),
+    std::printf("TVM %s; gexec thread pool: %d threads\n", json::value_to<std::string>(manifest.at("tvm_version")).c_str(),
                 gexec::runtime::global().num_threads());
     std::printf("run(): ms per call, both timed here with repeat 5, number 10, min_repeat_ms 50\n\n");
     std::printf("%-14s %12s %12s %12s %12s %10s %15s %14s\n", "model", "gexec mean", "gexec median", "TVM mean", "TVM median",
                 "gexec/TVM", "single load ms", "split load ms");
     for (const json::value& entry : manifest.at("models").as_array()) {
-      const std::string name(entry.as_string());
+      const std::string name = json::value_to<std::string>(entry);
       const fs::path mdir = dir / name;
       try {
         json::object info = read_json(mdir / "info.json").as_object();
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
         const double split_ms = ms_since(t0);
 
         for (const json::value& input : info.at("input_names").as_array()) {
-          const std::string input_name(input.as_string());
+          const std::string input_name = json::value_to<std::string>(input);
           ex.set_input(input_name, inputs.at(input_name));
         }
         gexec::benchmark_result r = gexec::benchmark(ex, {.repeat = 5, .number = 10, .min_repeat_ms = 50});

@@ -64,19 +64,21 @@ class checker {
   // Input, output and parameter shapes and dtypes, from the graph and from the blob.
   void shapes(const gexec::model::executor& ex, const gexec::param_dict& params) {
     const auto& input = expected_.at("input").as_object();
-    const std::string name(input.at("name").as_string());
+    const std::string name = boost::json::value_to<std::string>(input.at("name"));
     const auto inputs = ex.get_input_info();
     auto x = std::find_if(inputs.begin(), inputs.end(), [&](const auto& i) { return i.name == name; });
     if (x == inputs.end()) return differ("the graph has no input \"" + name + "\"");
-    same("input " + name, x->shape, x->dtype, json_shape(input.at("shape")), input.at("dtype").as_string());
+    same("input " + name, x->shape, x->dtype, json_shape(input.at("shape")), boost::json::value_to<std::string>(input.at("dtype")));
     const auto& output = expected_.at("output").as_object();
     const auto out = ex.get_output_info();
     if (out.size() != 1) differ("the graph has " + std::to_string(out.size()) + " outputs, not 1");
-    else same("output 0", out[0].shape, out[0].dtype, json_shape(output.at("shape")), output.at("dtype").as_string());
-    for (const auto& [param, shape] : expected_.at("params").as_object()) {
+    else same("output 0", out[0].shape, out[0].dtype, json_shape(output.at("shape")),
+              boost::json::value_to<std::string>(output.at("dtype")));
+    for (const auto& [key, shape] : expected_.at("params").as_object()) {
+      const std::string param(key);
       const gexec::ndarray* p = params.find(param);
-      if (!p) differ("params.bin has no \"" + std::string(param) + "\"");
-      else same("param " + std::string(param), {p->shape().begin(), p->shape().end()}, p->dtype(), json_shape(shape), "float32");
+      if (!p) differ("params.bin has no \"" + param + "\"");
+      else same("param " + param, {p->shape().begin(), p->shape().end()}, p->dtype(), json_shape(shape), "float32");
     }
     if (params.size() != expected_.at("params").as_object().size())
       differ("params.bin holds " + std::to_string(params.size()) + " tensors, expected.json names " +

@@ -10,6 +10,7 @@
 #   GEXEC_WORK          this folder's build folder; each test works in GEXEC_WORK/NAME
 #   GEXEC_PREFIX        where package_install installs the headers for the others
 #   GEXEC_CONAN_VENV    the virtual environment that holds Conan
+#   GEXEC_BOOST_VENV    the virtual environment that holds PyPI's boost-headers (oldest_boost)
 # CC, CXX, CMAKE_GENERATOR and CMAKE_<LANG>_COMPILER_LAUNCHER carry the build tree's
 # choices into the consumers' builds (CMake reads them from the environment).
 set -euo pipefail
@@ -196,8 +197,43 @@ conan() {
   grep "test_package ok" "$work/create.log"
 }
 
+# gexec's code that uses Boost.JSON, parsed against the oldest Boost gexec supports (ARGS:
+# that version, MAJOR.MINOR): PyPI's boost-headers of that version, in a virtual
+# environment kept in the build tree, its folder found as docs/python.md finds it. One
+# translation unit: the umbrella header, every header of include/gexec and triton/ that
+# names Boost.JSON, and Boost.JSON's sources as the header-only builds compile them.
+oldest_boost() {
+  local version=$1 venv=$GEXEC_BOOST_VENV
+  local installed='import boost_headers; print(boost_headers.__version__)'
+  if [[ "$("$venv/bin/python" -c "$installed" 2>/dev/null)" != "$version".* ]]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv" >"$work/venv.log" 2>&1 || { cat "$work/venv.log"; skip "python3 -m venv failed"; }
+    "$venv/bin/pip" install --quiet --timeout 30 --retries 1 "boost-headers==$version.*" >"$work/pip.log" 2>&1 ||
+      { tail -n 5 "$work/pip.log"; rm -rf "$venv"; skip "boost-headers $version could not be installed from PyPI"; }
+  fi
+  local boost headers=() tu=$work/boost_json_users.cpp
+  boost=$("$venv/bin/python" -c 'import boost_headers; print(boost_headers.get_include())')
+  mapfile -t headers < <(cd "$src" && grep -rlE 'boost/json|boost::json|json::' include/gexec triton --include='*.hpp' | sort)
+  {
+    echo "#include <gexec/executor.hpp>"
+    for h in "${headers[@]}"; do
+      case $h in
+        include/*) echo "#include <${h#include/}>" ;;
+        *) echo "#include \"$src/$h\"" ;;
+      esac
+    done
+    echo "#include <boost/json/src.hpp>"
+    echo "#include <boost/version.hpp>"
+    echo "static_assert(BOOST_VERSION / 100 == $((${version%.*} * 1000 + 10#${version#*.})), \"not Boost $version's headers\");"
+  } >"$tu"
+  echo "Boost $version's headers ($boost) for ${headers[*]}"
+  # Boost's folder as CMake passes an imported target's: -isystem, searched before /usr/include.
+  step "$CXX" -std=c++20 -fsyntax-only -Wall -Wextra -Werror -DBOOST_JSON_NO_LIB "-I$src/include" -isystem "$boost" "$tu"
+  echo "oldest Boost ok: $version"
+}
+
 case $name in
-  install_headers | install_tree | find_package | add_subdirectory | fetchcontent | pkg_config | plain_gxx | conan)
+  install_headers | install_tree | find_package | add_subdirectory | fetchcontent | pkg_config | plain_gxx | conan | oldest_boost)
     "$name" "$@" ;;
   *)
     echo "unknown packaging test: $name"

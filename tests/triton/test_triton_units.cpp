@@ -28,7 +28,7 @@ std::string error_of(auto&& f) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-json::object config(std::string_view text) { return json::parse(text).as_object(); }
+json::object config(std::string_view text) { return json::parse(json::string_view(text.data(), text.size())).as_object(); }
 
 const std::vector<gt::model_tensor> mlp_in = {{"data", 0, gexec::dtypes::float32, {2, 64}}};
 const std::vector<gt::model_tensor> mlp_out = {{"node:0", 0, gexec::dtypes::float32, {2, 10}}};

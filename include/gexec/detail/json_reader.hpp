@@ -40,6 +40,12 @@ inline std::string json_excerpt(const boost::json::value& v) {
   return s;
 }
 
+/// Boost.JSON's text (an object's key, or a string, which converts to it) as a
+/// std::string_view. Its string_view is boost::string_view before Boost 1.81, which does
+/// not convert to std::string_view, and its string converts to std::string_view only
+/// from 1.78 on; data() and size() are common to every version.
+inline std::string_view json_view(boost::json::string_view s) noexcept { return {s.data(), s.size()}; }
+
 inline const boost::json::object& json_object(const boost::json::value& v, const json_path& at) {
   if (!v.is_object()) json_fail(at, "expected an object, got " + json_excerpt(v));
   return v.get_object();
@@ -52,7 +58,7 @@ inline const boost::json::array& json_array(const boost::json::value& v, const j
 
 inline std::string_view json_string(const boost::json::value& v, const json_path& at) {
   if (!v.is_string()) json_fail(at, "expected a string, got " + json_excerpt(v));
-  return v.get_string();
+  return json_view(v.get_string());
 }
 
 /// An integer in [lo, hi]; doubles and booleans are rejected.

@@ -40,7 +40,7 @@ inline void read_node_attrs(node& n, const boost::json::value& v, const json_pat
   n.has_attrs = true;
   unsigned seen = 0;
   for (const auto& [key, value] : json_object(v, at)) {
-    const auto kat = at / key;
+    const auto kat = at / json_view(key);
     if (key == "func_name") {
       n.func_name = json_string(value, kat);
       seen |= 1;
@@ -55,7 +55,7 @@ inline void read_node_attrs(node& n, const boost::json::value& v, const json_pat
       seen |= 8;
     } else {
       // TVM keeps other attributes as strings; keep anything else verbatim as JSON text.
-      n.extra_attrs.emplace_back(key, value.is_string() ? std::string(value.get_string()) : boost::json::serialize(value));
+      n.extra_attrs.emplace_back(key, value.is_string() ? std::string(json_view(value.get_string())) : boost::json::serialize(value));
     }
   }
   constexpr const char* required[] = {"func_name", "num_inputs", "num_outputs", "flatten_data"};
@@ -67,7 +67,7 @@ inline node read_node(const boost::json::value& v, const json_path& at) {
   node n;
   unsigned seen = 0;
   for (const auto& [key, value] : json_object(v, at)) {
-    const auto kat = at / key;
+    const auto kat = at / json_view(key);
     if (key == "op") {
       n.op = json_string(value, kat);
       seen |= 1;
@@ -113,7 +113,7 @@ void for_each_element(const boost::json::value& v, const json_path& at, F&& f) {
 inline void read_graph_attrs(graph_attrs& attrs, const boost::json::value& v, const json_path& at) {
   unsigned seen = 0;
   for (const auto& [key, value] : json_object(v, at)) {
-    const auto kat = at / key;
+    const auto kat = at / json_view(key);
     const auto vat = kat[1];
     if (key == "shape") {
       for_each_element(typed_attr(value, kat, "list_shape"), vat, [&](const auto& s, const json_path& sat) {
@@ -186,7 +186,7 @@ inline graph read_graph_document(std::string_view json_text) {
   graph g;
   unsigned seen = 0;
   for (const auto& [key, value] : json_object(doc, root)) {
-    const auto at = root / key;
+    const auto at = root / json_view(key);
     if (key == "nodes") {
       const auto& a = json_array(value, at);
       g.nodes.reserve(a.size());
