@@ -386,23 +386,7 @@ TEST_CASE("builtins refuse what does not fit: a tensor past its storage, a resha
 TEST_CASE("a static straight-line function runs as a gexec graph, with the interpreter's results, and says why when it cannot") {
   // main(x: float32[4]) -> (reshape(x + 1, [2, 2]), x): every shape a constant.
   builder b;
-  const auto f32 = b.constant(gexec::dtypes::float32);
-  const auto ctx = b.constant(std::string("ErrorContext(fn=main, loc=param[0], param=x) "));
-  const auto bytes = b.constant(rx::vm_shape{{16}});
-  const auto u8 = b.constant(gexec::dtypes::uint8);
-  const auto four = b.constant(rx::vm_shape{{4}});
-  const auto two_by_two = b.constant(rx::vm_shape{{2, 2}});
-  const auto fn = b.begin("main", {"x"}, 6);
-  b.call("vm.builtin.check_tensor_info", {reg(0), imm(1), con(f32), con(ctx)});
-  b.call("vm.builtin.match_shape", {reg(0), none, imm(1), imm(0), imm(4), con(ctx)});
-  b.call("vm.builtin.alloc_storage", {vm_ctx, con(bytes), imm(0), con(u8), none}, 1);
-  b.call("vm.builtin.alloc_tensor", {reg(1), imm(0), con(four), con(f32)}, 2);
-  b.call("vm.builtin.null_value", {}, 1);
-  b.call("ffi_add_one", {reg(0), reg(2)});
-  b.call("vm.builtin.reshape", {reg(2), con(two_by_two)}, 3);
-  b.call("vm.builtin.make_tuple", {reg(3), reg(0)}, 4);
-  b.ret(4);
-  b.end(fn);
+  add_one_main(b);
 
   const rx::executable graph = rx::executable::from(b.parsed(), ffi_kernels(), "static");
   const rx::executable interpreted = rx::executable::from(b.parsed(), ffi_kernels(), "static", {.graphs = false});
