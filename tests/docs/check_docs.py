@@ -266,8 +266,10 @@ def compile_c(args, blocks):
 
 def start_cxx(args, blocks):
     """The C++ blocks, one translation unit: their #include lines first, then each block
-    in turn. A whole file is placed there as it is, at global scope (two whole files
-    defining the same name conflict); a fragment ("compile: fragment") becomes the body
+    in turn. A whole file is placed there as it is, at global scope, its `int main(`
+    renamed after its line (and free to end without a return, as main is), so that pages
+    may each show a complete program (two whole files defining any other same name
+    conflict); a fragment ("compile: fragment") becomes the body
     of a function, in a namespace of its own, that sees the names tests/docs/prelude.hpp
     declares, which the text around it defines (its classes and static_asserts, which
     start at column 0, go before that function). Compiled against
@@ -286,7 +288,7 @@ def start_cxx(args, blocks):
             if l.startswith("#include"):
                 head.append(located)
             elif not fragment:
-                outer.append(located)
+                outer.append(re.sub(r"^int main\(", f"int doc_block_{b.line}_main(", located, flags=re.M))
             elif in_class or re.match(r"(struct|class)\b", l) or l.startswith("static_assert"):
                 # a class (a local class may not hold a member template) or a static_assert
                 # at column 0 goes before the function, at namespace scope
@@ -295,6 +297,9 @@ def start_cxx(args, blocks):
                 in_class = in_class and not (l.endswith("};") and l.startswith(("struct", "class")))
             else:
                 inner.append(located)
+        if not fragment and re.search(r"^int main\(", b.text, flags=re.M):
+            # a renamed main may end without a return, as main may
+            outer = ['#pragma GCC diagnostic push', '#pragma GCC diagnostic ignored "-Wreturn-type"'] + outer + ['#pragma GCC diagnostic pop']
         if fragment:
             body.append(f"namespace doc_block_{b.line} {{ using namespace doc_prelude;")
             body += outer
