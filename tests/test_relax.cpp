@@ -433,6 +433,49 @@ TEST_CASE("a static straight-line function runs as a gexec graph, with the inter
   CHECK(dynamic.interpreted_because("main") == "argument \"x\" has no static shape and dtype (no check fixes them)");
 }
 
+TEST_CASE("a graph function's later calls copy straight to and from its executor's memory, and stop once the executor is handed out") {
+  builder b;
+  add_one_main(b);
+  const rx::executable graph = rx::executable::from(b.parsed(), ffi_kernels(), "direct");
+  REQUIRE(graph.graph_of("main") != nullptr);
+  rx::virtual_machine vm(graph);
+  auto values = [](const gexec::ndarray& t) { return std::vector<float>(t.values<float>().begin(), t.values<float>().end()); };
+  // New values every call: the first call goes through the executor, the later ones straight
+  // to its memory; each result is x + 1 (reshaped) and x, computed here.
+  for (int round = 0; round < 4; ++round) {
+    const float base = 10.f * static_cast<float>(round) - 7.5f;
+    const auto x = gexec::ndarray::from_values<float>({4}, {base, base + 1, base + 2, base + 3});
+    const auto out = vm.run("main", {x});
+    REQUIRE(out.size() == 2);
+    CHECK(values(out[0]) == std::vector<float>{base + 1, base + 2, base + 3, base + 4});
+    CHECK(values(out[1]) == values(x));
+  }
+  // A strided tensor is refused as the executor refuses it, never copied as if compact.
+  std::vector<float> spaced{1.f, -1.f, 2.f, -1.f, 3.f, -1.f, 4.f, -1.f};
+  std::int64_t shape[] = {4}, strides[] = {2};
+  DLTensor t{};
+  t.data = spaced.data();
+  t.device = {kDLCPU, 0};
+  t.ndim = 1;
+  t.dtype = gexec::dtypes::float32;
+  t.shape = shape;
+  t.strides = strides;
+  refused([&] { (void)vm.run("main", {gexec::ndarray::view(t, nullptr)}); }, gexec::errc::invalid_argument, "strided");
+  CHECK(values(vm.run("main", {gexec::ndarray::from_values<float>({4}, {0.f, 1.f, 2.f, 3.f})})[0]) == std::vector<float>{1.f, 2.f, 3.f, 4.f});
+
+  // Handed out, the executor may read a caller's tensor in place: its own runs follow that
+  // tensor, and the VM's next call sets its input again through the executor.
+  gexec::model::executor& ex = vm.graph_executor("main");
+  const auto bound = gexec::ndarray::from_values<float>({4}, {100.f, 200.f, 300.f, 400.f});
+  ex.set_input_zero_copy(0, bound);
+  ex.run();
+  CHECK(values(ex.get_output(1)) == std::vector<float>{100.f, 200.f, 300.f, 400.f});
+  const auto out = vm.run("main", {gexec::ndarray::from_values<float>({4}, {5.f, 6.f, 7.f, 8.f})});
+  CHECK(values(out[0]) == std::vector<float>{6.f, 7.f, 8.f, 9.f});
+  CHECK(values(out[1]) == std::vector<float>{5.f, 6.f, 7.f, 8.f});
+  CHECK(values(bound) == std::vector<float>{100.f, 200.f, 300.f, 400.f});
+}
+
 TEST_CASE("the kernels the interpreter calls run on the executable's runtime: its thread pool serves their parallel loops") {
   builder b;
   const auto fn = b.begin("main", {}, 1);

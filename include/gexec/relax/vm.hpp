@@ -17,6 +17,7 @@
 
 #include "../config.hpp"
 
+#include <cstring>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -356,6 +357,10 @@ class virtual_machine {
     const std::size_t fi = exe_.index_of(name);
     graph_runner* r = runner(s, fi);
     if (!r) throw error(errc::unsupported, "function \"" + std::string(name) + "\" is interpreted: " + s.interpreted[fi]);
+    // Whoever holds the executor may bind its inputs or outputs: from now on every call
+    // goes through its checked set_input and copy_output_to.
+    r->exposed = true;
+    r->direct.clear();
     return r->executor;
   }
 
@@ -431,6 +436,15 @@ class virtual_machine {
     std::vector<int> input_index;
     std::vector<ndarray> outputs;
     bool plain_dtypes = true;  ///< no input or output whose dtype gexec names otherwise (bool, float8)
+    /// The host memory each input is read from and each output written to, once a call
+    /// has set them through the executor (its storage is then the executor's own and its
+    /// plan static): later calls copy in and out there directly, after the argument checks
+    /// TVM makes, without the executor's per-call entry checks. Empty until the first
+    /// call, where an entry is not on the host, and for good once the executor is handed
+    /// out (graph_executor()).
+    std::vector<void*> direct;
+    bool exposed = false;
+    std::vector<int> flat;  ///< the outputs in the order run() returns them (the result tree's leaves, depth first)
   };
 
   graph_runner* runner(const executable::state& s, std::size_t fi) {
@@ -438,7 +452,7 @@ class virtual_machine {
     if (!g) return nullptr;
     std::unique_ptr<graph_runner>& r = runners_[fi];
     if (!r) {
-      r = std::make_unique<graph_runner>(graph_runner{*g, g->model.instantiate(), {}, {}, true});
+      r = std::make_unique<graph_runner>(graph_runner{*g, g->model.instantiate(), {}, {}, true, {}, false, {}});
       for (std::size_t i = 0; i < g->function.inputs.size(); ++i) {
         r->input_index.push_back(r->executor.get_input_index(g->function.inputs[i]));
         r->plain_dtypes = r->plain_dtypes && same_dtype(from_vm_dtype(g->function.input_dtypes[i]), g->function.input_dtypes[i]);
@@ -446,6 +460,7 @@ class virtual_machine {
       for (const tensor_info& o : r->executor.get_output_info())
         r->plain_dtypes = r->plain_dtypes && same_dtype(from_vm_dtype(o.dtype), o.dtype);
       r->outputs.resize(static_cast<std::size_t>(r->executor.get_num_outputs()));
+      leaves(g->function.result, r->flat);
     }
     return r.get();
   }
@@ -482,9 +497,14 @@ class virtual_machine {
                                               "), got " + std::to_string(inputs.size()) +
                                               (g.function.inputs.size() < f.param_names.size() ? " (the others are weights bound when it was loaded)" : ""));
     }
+    const bool direct = !r.direct.empty();
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      check_argument(f, g, i, inputs[i]);
-      r.executor.set_input(r.input_index[i], inputs[i]);
+      const ndarray& t = inputs[i];
+      check_argument(f, g, i, t);
+      if (direct && t.device().device_type == kDLCPU && t.is_contiguous())
+        std::memcpy(r.direct[i], t.data(), static_cast<std::size_t>(t.byte_size()));
+      else
+        r.executor.set_input(r.input_index[i], t);
     }
     r.executor.run();
     for (std::size_t k = 0; k < r.outputs.size(); ++k) {
@@ -493,15 +513,41 @@ class virtual_machine {
         const tensor_info info = r.executor.get_output_info()[k];
         o = ndarray::empty(info.shape, info.dtype);
       }
-      r.executor.copy_output_to(static_cast<int>(k), o);
+      if (direct)
+        std::memcpy(o.data(), r.direct[inputs.size() + k], static_cast<std::size_t>(o.byte_size()));
+      else
+        r.executor.copy_output_to(static_cast<int>(k), o);
     }
+    if (!direct && !r.exposed) remember_direct(r);
+  }
+
+  /// After a call that went through the executor: where its inputs and outputs lie, if
+  /// every one is in host memory the executor owns.
+  static void remember_direct(graph_runner& r) {
+    std::vector<void*> at;
+    for (int index : r.input_index) {
+      const ndarray v = r.executor.get_input(index);
+      if (v.device().device_type != kDLCPU) return;
+      at.push_back(v.data());
+    }
+    for (std::size_t k = 0; k < r.outputs.size(); ++k) {
+      const ndarray v = r.executor.get_output(static_cast<int>(k));
+      if (v.device().device_type != kDLCPU) return;
+      at.push_back(v.data());
+    }
+    r.direct = std::move(at);
+  }
+
+  static void leaves(const output_tree& t, std::vector<int>& out) {
+    if (t.leaf >= 0) out.push_back(t.leaf);
+    for (const output_tree& x : t.items) leaves(x, out);
   }
 
   std::vector<ndarray> run_graph_fast(const vm_function& f, graph_runner& r, std::span<const ndarray> inputs) {
     run_runner(f, r, inputs);
     std::vector<ndarray> out;
-    out.reserve(r.outputs.size());
-    flatten(build_result(r.program.function.result, r.outputs), out);
+    out.reserve(r.flat.size());
+    for (int k : r.flat) out.push_back(r.outputs[static_cast<std::size_t>(k)]);
     return out;
   }
 
