@@ -7,7 +7,7 @@
 #   bash scripts/test.sh clang gcc ...    the stages named, in that order (python, arm and bench use
 #                                         what the gcc stage built: its conformance models and programs)
 #   bash scripts/test.sh python-versions  after the python stage: a wheel and tests for every other
-#                                         CPython 3.9-3.13 found (the whole run builds 3.9 and the abi3 wheel)
+#                                         CPython 3.9-3.13 found (what the python stage ends with)
 #
 # Stages, each timed:
 #   clang          clang 14 with ASan+UBSan, Debug (-O0 -g, assertions on): every test but conformance, packaging,
@@ -30,7 +30,8 @@
 #                  (and TVM's debug executor in the conformance venv, for the per-node dumps), test_cuda.py again
 #                  over the host-emulated CUDA driver (models on gexec.cuda(0), device NDArrays, DLPack); then every other
 #                  CPython 3.9-3.13 found (pyenv's or python3.X on PATH; SKIPPED where missing): its wheel (3.12 and
-#                  3.13 share one abi3 wheel), auditwheel, its own venv, a subset of python/tests (python_versions_stage)
+#                  3.13 share one abi3 wheel; the wheels built at once), auditwheel, its own venv, a subset of
+#                  python/tests (python_versions_stage)
 #   arm            cross builds for ARM with Debian's cross compilers (cmake/toolchains), run under qemu-user (-O2):
 #                  for aarch64 the unit tests of graphs, parameters, the executor, the runtime, the thread pool,
 #                  concurrency, the policies and system_lib, the TVM conformance subset for aarch64 (both forms), a static program with a model
@@ -239,9 +240,9 @@ python_stage() {
   fi
   rm -rf "$here"
   [ $rc -eq 0 ] || return $rc
-  # The whole run builds the oldest Python and the stable-ABI wheel of the newest two (a
-  # build each, about two minutes); `bash scripts/test.sh python-versions` builds every one.
-  python_versions_stage "${GEXEC_PYTHON_VERSIONS:-3.9 3.12 3.13}"
+  # Every other CPython found here: 3.9, 3.10 and the stable-ABI wheel of 3.12 and 3.13,
+  # built at once (GEXEC_PYTHON_VERSIONS="3.9 3.13" chooses fewer).
+  python_versions_stage "${GEXEC_PYTHON_VERSIONS:-all}"
 }
 
 # The build requirements of pyproject.toml, one a line (with their markers: pip picks the
@@ -256,11 +257,13 @@ python_build_requires() {
 # there (the API, the conformance models, lifetimes and threads, the Relax VM, TVM's
 # names); the main interpreter's wheel runs them all (python_stage). 3.12 and newer share
 # one wheel for Python's stable ABI (abi3, GEXEC_PYTHON_STABLE_ABI): the first of them
-# builds it, the others install it. Each version keeps its venv (the build requirements
-# and test packages) and build folder under <build>/python/ between runs; ccache serves
-# what does not include Python's headers (Boost.JSON, gexec-run) from the main build.
-# Runs alone after the python stage: bash scripts/test.sh python-versions. Which versions:
-# the argument, or GEXEC_PYTHON_VERSIONS ("3.9 3.10", or all: the default when run alone).
+# builds it, the others install it. The wheels are built at the same time, each in a
+# process of its own: a build is mostly one long translation unit (python/src/module.cpp),
+# so one after another they would leave a core idle. Each version keeps its venv (the
+# build requirements and test packages) and build folder under <build>/python/ between
+# runs; ccache serves what does not include Python's headers (Boost.JSON) from the main
+# build. Runs alone after the python stage: bash scripts/test.sh python-versions. Which
+# versions: the argument, or GEXEC_PYTHON_VERSIONS ("3.9 3.10", or all: the default).
 python_versions_stage() {
   local wanted=" ${1:-${GEXEC_PYTHON_VERSIONS:-all}} "
   local root=$PWD out
@@ -268,9 +271,12 @@ python_versions_stage() {
   local env=$out/python/build-env
   [ -x "$env/bin/auditwheel" ] || { echo "python-versions: no $env/bin/auditwheel: run the python stage first" >&2; return 1; }
   python_build_requires >"$out/python/build-requires.txt"
-  local main minor v py venv wheel dist abi3_wheel="" start t_build t_install t_test rc=0 failed=() report=() here
+  local main minor v py venv dist abi3_builder="" start rc=0 failed=() report=() here
+  local -A t_install=() t_build=() wheel_of=() pid_of=()
+  local versions=() builders=()
   main=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
   here=$(mktemp -d)
+  # 1. Each version's interpreter and venv, one after another (pip's downloads and installs).
   for minor in 9 10 11 12 13; do
     v=3.$minor
     [ "$v" = "$main" ] && continue
@@ -288,33 +294,64 @@ python_versions_stage() {
       report+=("Python $v: SKIPPED ($py has no venv/ensurepip; Debian: python$v-venv)")
       continue
     fi
-    venv=$out/python/py$v dist=$out/python/dist-$v
+    venv=$out/python/py$v
     start=$SECONDS
     [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
     # pip 23.1 or newer for -C; the stable ABI needs CMake 3.26 (Debian 12 has 3.25), from PyPI
     # where older; nothing is fetched when the kept venv already has it all
     local cmake_req=()
-    if [ "$minor" -ge 12 ] && [ -z "$abi3_wheel" ] && ! cmake --version | awk 'NR==1 {split($3, v, "."); exit !(v[1] > 3 || (v[1] == 3 && v[2] >= 26))}'; then
+    if [ "$minor" -ge 12 ] && [ -z "$abi3_builder" ] && ! cmake --version | awk 'NR==1 {split($3, v, "."); exit !(v[1] > 3 || (v[1] == 3 && v[2] >= 26))}'; then
       cmake_req=(cmake==3.31.6)
     fi
-    "$venv/bin/pip" install -q "pip>=23.1" -r "$out/python/build-requires.txt" numpy pytest ml_dtypes "${cmake_req[@]}"
-    t_install=$((SECONDS - start))
+    "$venv/bin/pip" install -q "pip>=23.1" -r "$out/python/build-requires.txt" numpy pytest ml_dtypes "${cmake_req[@]}" || {
+      report+=("Python $v: FAILED (pip install of the build requirements)"); failed+=("$v"); continue; }
+    t_install[$v]=$((SECONDS - start))
+    versions+=("$v")
+    if [ "$minor" -lt 12 ] || [ -z "$abi3_builder" ]; then
+      builders+=("$v")
+      [ "$minor" -ge 12 ] && abi3_builder=$v
+    fi
+  done
+  # 2. The wheels, built at once.
+  start=$SECONDS
+  for v in "${builders[@]}"; do
+    minor=${v#3.}
+    dist=$out/python/dist-$v
     rm -rf "$dist"
-    start=$SECONDS
     local abi3=()
     [ "$minor" -ge 12 ] && abi3=(-C wheel.py-api=cp312 -C cmake.define.GEXEC_PYTHON_STABLE_ABI=ON)
-    if [ "$minor" -ge 12 ] && [ -n "$abi3_wheel" ]; then
-      wheel=$abi3_wheel t_build=0
-    else
-      # Without gexec-run (CLI11 not looked for): the same Python-independent program as the
-      # main wheel's, tested there; here it would be compiled again where ccache misses (the
-      # stable ABI's build uses PyPI's CMake, whose compile commands differ).
-      CCACHE_BASEDIR=$root CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$venv/bin/pip" wheel . -q --no-build-isolation --no-deps -w "$dist" \
+    # Without gexec-run (CLI11 not looked for): the same Python-independent program as the
+    # main wheel's, tested there; here it would be compiled again where ccache misses (the
+    # stable ABI's build uses PyPI's CMake, whose compile commands differ).
+    (
+      local t0=$SECONDS
+      CCACHE_BASEDIR=$root CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$out/python/py$v/bin/pip" wheel . -q --no-build-isolation --no-deps -w "$dist" \
         -C build-dir="$out/python/wheel-build-$v" -C cmake.define.GEXEC_WARNINGS_AS_ERRORS=ON \
-        -C cmake.define.CMAKE_DISABLE_FIND_PACKAGE_CLI11=ON "${abi3[@]}" || {
-        report+=("Python $v: FAILED (pip wheel)"); failed+=("$v"); continue; }
-      wheel=$(ls "$dist"/gexec-*.whl)
-      t_build=$((SECONDS - start))
+        -C cmake.define.CMAKE_DISABLE_FIND_PACKAGE_CLI11=ON "${abi3[@]}"
+      echo $((SECONDS - t0)) >"$dist.seconds"
+    ) >"$out/python/wheel-$v.log" 2>&1 &
+    pid_of[$v]=$!
+  done
+  for v in "${builders[@]}"; do
+    if wait "${pid_of[$v]}"; then
+      wheel_of[$v]=$(ls "$out/python/dist-$v"/gexec-*.whl)
+      t_build[$v]=$(cat "$out/python/dist-$v.seconds")
+    else
+      cat "$out/python/wheel-$v.log" >&2
+      wheel_of[$v]=""
+    fi
+  done
+  echo "python-versions: ${#builders[@]} wheels (${builders[*]}) built at once in $((SECONDS - start)) s"
+  # 3. Each wheel checked, installed and tested, one version after another.
+  for v in "${versions[@]}"; do
+    minor=${v#3.}
+    venv=$out/python/py$v
+    local wheel=${wheel_of[$v]:-}
+    [ "$minor" -ge 12 ] && [ "$v" != "$abi3_builder" ] && { wheel=${wheel_of[$abi3_builder]:-}; t_build[$v]=0; }
+    if [ -z "$wheel" ]; then
+      report+=("Python $v: FAILED (pip wheel)"); failed+=("$v"); continue
+    fi
+    if [ "${t_build[$v]}" != 0 ]; then
       # the tag auditwheel allows; the wheel installed is the one built (python_stage checks repair)
       local tag
       tag=$("$env/bin/auditwheel" show "$wheel" | tr -s ' \n' ' ' | sed -n 's/.*consistent with the following platform tag: "\([^"]*\)".*/\1/p')
@@ -324,13 +361,12 @@ python_versions_stage() {
       if [ "$minor" -ge 12 ]; then  # one extension for Python's stable ABI, or the wheel would serve 3.12 alone
         "$venv/bin/python" -c 'import sys, zipfile; sys.exit(not any(n.endswith("/_gexec.abi3.so") for n in zipfile.ZipFile(sys.argv[1]).namelist()))' "$wheel" || {
           report+=("Python $v: FAILED (the cp312-abi3 wheel holds no _gexec.abi3.so)"); failed+=("$v"); continue; }
-        abi3_wheel=$wheel
       fi
-      echo "Python $v: $(basename "$wheel") ($tag) built in $t_build s"
+      echo "Python $v: $(basename "$wheel") ($tag) built in ${t_build[$v]} s (beside the others)"
     fi
     start=$SECONDS
     "$venv/bin/pip" install -q --force-reinstall --no-deps "$wheel"
-    t_install=$((t_install + SECONDS - start))
+    t_install[$v]=$((t_install[$v] + SECONDS - start))
     start=$SECONDS
     local result=passed
     (cd "$here" && "$venv/bin/python" -c 'import gexec, sys; sys.exit(0 if "/py'"$v"'/" in gexec.__file__ else "gexec imported from " + gexec.__file__)' &&
@@ -338,8 +374,7 @@ python_versions_stage() {
         GEXEC_RELAX_DIR=$out/relax GEXEC_TVM_PYTHON=$out/conformance/venv/bin/python \
         "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs \
         "$root"/python/tests/{test_api,test_conformance,test_lifetime_threads,test_relax,test_tvm_compat}.py) || { result=FAILED; failed+=("$v"); }
-    t_test=$((SECONDS - start))
-    report+=("Python $v: $(basename "$wheel"): build $t_build s, venv and install $t_install s, tests $t_test s: $result")
+    report+=("Python $v: $(basename "$wheel"): build ${t_build[$v]} s, venv and install ${t_install[$v]} s, tests $((SECONDS - start)) s: $result")
   done
   rm -rf "$here"
   printf '%s\n' "${report[@]}"
