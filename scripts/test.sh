@@ -193,7 +193,8 @@ python_stage() {
     -C build-dir="$out/python/wheel-build" -C cmake.define.GEXEC_WARNINGS_AS_ERRORS=ON
   echo "pip wheel: $((SECONDS - start)) s ($how; docs/python.md gives a cold pip install's time)"
   # The wheel as a user elsewhere gets it: auditwheel names the oldest glibc it allows (the
-  # extension and gexec-run link libstdc++ statically) and tags it so (repair needs patchelf).
+  # extension and gexec-run link libstdc++ statically and are bound to glibc 2.28's functions:
+  # manylinux_2_28 or older) and tags it so (repair needs patchelf).
   local wheel
   wheel=$(ls "$dist"/raw/gexec-*.whl)
   start=$SECONDS
@@ -202,6 +203,7 @@ python_stage() {
   wheel=$(ls "$dist"/gexec-*.whl)
   echo "wheel: $(basename "$wheel") (auditwheel: $((SECONDS - start)) s)"
   case $wheel in *manylinux_2_*) ;; *) echo "auditwheel gave no manylinux tag" >&2; return 1 ;; esac
+  manylinux_2_28_or_older "$(basename "$wheel")" || return 1
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q "$wheel" numpy pytest ml_dtypes
   # .safetensors files written by the package itself; its tests are SKIPPED without it
@@ -243,6 +245,19 @@ python_stage() {
   # Every other CPython found here: 3.9, 3.10 and the stable-ABI wheel of 3.12 and 3.13,
   # built at once (GEXEC_PYTHON_VERSIONS="3.9 3.13" chooses fewer).
   python_versions_stage "${GEXEC_PYTHON_VERSIONS:-all}"
+}
+
+# Whether a wheel's name or tag allows glibc 2.28 (manylinux_2_28 or older) on x86-64, where
+# the wheel's binaries are bound to glibc 2.28's functions (python/src/glibc_compat.cpp);
+# elsewhere any manylinux tag passes.
+manylinux_2_28_or_older() {
+  [ "$(uname -m)" = x86_64 ] || return 0
+  local minor
+  minor=$(echo "$1" | sed -n 's/.*manylinux_2_\([0-9]*\)_x86_64.*/\1/p')
+  if [ -z "$minor" ] || [ "$minor" -gt 28 ]; then
+    echo "$1: needs glibc 2.${minor:-?}, where manylinux_2_28 or older is expected (python/src/glibc_compat.cpp binds the wheel's binaries to glibc 2.28's functions; objdump -T shows which need newer)" >&2
+    return 1
+  fi
 }
 
 # The build requirements of pyproject.toml, one a line (with their markers: pip picks the
@@ -358,6 +373,7 @@ python_versions_stage() {
       case $tag in manylinux_2_*) ;; *)
         report+=("Python $v: FAILED (auditwheel show gave no manylinux tag)"); failed+=("$v"); continue ;;
       esac
+      manylinux_2_28_or_older "$tag" || { report+=("Python $v: FAILED ($tag: newer than manylinux_2_28)"); failed+=("$v"); continue; }
       if [ "$minor" -ge 12 ]; then  # one extension for Python's stable ABI, or the wheel would serve 3.12 alone
         "$venv/bin/python" -c 'import sys, zipfile; sys.exit(not any(n.endswith("/_gexec.abi3.so") for n in zipfile.ZipFile(sys.argv[1]).namelist()))' "$wheel" || {
           report+=("Python $v: FAILED (the cp312-abi3 wheel holds no _gexec.abi3.so)"); failed+=("$v"); continue; }
