@@ -273,7 +273,7 @@ python_build_requires() {
 # names); the main interpreter's wheel runs them all (python_stage). 3.12 and newer share
 # one wheel for Python's stable ABI (abi3, GEXEC_PYTHON_STABLE_ABI): the first of them
 # builds it, the others install it. The wheels are built at the same time, each in a
-# process of its own: a build is mostly one long translation unit (python/src/module.cpp),
+# process of its own: a build is a few long translation units (python/src/models.cpp the longest),
 # so one after another they would leave a core idle. Each version keeps its venv (the
 # build requirements and test packages) and build folder under <build>/python/ between
 # runs; ccache serves what does not include Python's headers (Boost.JSON) from the main
