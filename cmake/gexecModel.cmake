@@ -22,6 +22,10 @@
 # which gexec::relax::load_executable runs. WEIGHTS embeds a parameter file (TVM's blob,
 # .safetensors or .npz) for the weights that nn.Module.export_tvm leaves as arguments,
 # read back through <gexec_models/<name>.hpp> as gexec_models::<name>::weights().
+# Several models link into one program: each model's objects register for <name> (their
+# registration call renamed with objcopy, their kernels' symbols made local to them), and
+# gexec::system_module("<name>") is that model's module (gexec::system_module() the one
+# model where there is one).
 #
 # gexec_embed_file(<target> <symbol> <file>) embeds one more file the same way, read
 # back through <gexec_models/<symbol>.hpp> as gexec_models::<symbol>::bytes().
@@ -105,16 +109,23 @@ endfunction()
 
 # The kernels: the .tar's objects, archived at build time and linked in whole (nothing
 # refers to them by name; their constructors register them).
+# With a fourth argument (gexec_add_relax_model), the objects register for that model.
 function(_gexec_link_kernels _target _name _kernels)
   get_filename_component(_kernels "${_kernels}" ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
-  set(_archive ${CMAKE_CURRENT_BINARY_DIR}/gexec_models/${_name}/libkernels.a)
+  set(_archive ${CMAKE_CURRENT_BINARY_DIR}/gexec_models/${_target}/${_name}/libkernels.a)  # per program: several may link one model
+  set(_rename "")
+  if(ARGC GREATER 3)
+    set(_rename -DMODEL=${ARGV3} -DOBJCOPY=${CMAKE_OBJCOPY})
+  endif()
   add_custom_command(OUTPUT ${_archive}
-    COMMAND ${CMAKE_COMMAND} -DTAR=${_kernels} -DARCHIVE=${_archive} -DAR=${CMAKE_AR} -P ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/gexecKernelArchive.cmake
+    COMMAND ${CMAKE_COMMAND} -DTAR=${_kernels} -DARCHIVE=${_archive} -DAR=${CMAKE_AR} ${_rename} -P ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/gexecKernelArchive.cmake
     DEPENDS ${_kernels} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/gexecKernelArchive.cmake
     COMMENT "gexec: kernels of model ${_name} from ${_kernels}" VERBATIM)
   add_custom_target(${_target}_${_name}_kernels DEPENDS ${_archive})
   add_dependencies(${_target} ${_target}_${_name}_kernels)
-  target_link_options(${_target} PRIVATE "LINKER:--whole-archive" ${_archive} "LINKER:--no-whole-archive")
+  # One option: CMake drops repeated options, which would leave a second model's archive
+  # outside --whole-archive.
+  target_link_options(${_target} PRIVATE "LINKER:--whole-archive,${_archive},--no-whole-archive")
   set_property(TARGET ${_target} APPEND PROPERTY LINK_DEPENDS ${_archive})
   target_link_libraries(${_target} PRIVATE m)
 endfunction()
@@ -143,7 +154,17 @@ inline std::span<const std::byte> weights() noexcept {
 }  // namespace gexec_models::${_name}
 " @ONLY)
   endif()
-  _gexec_link_kernels(${_target} ${_name} ${_kernels})
+  # The objects' registration call, renamed to this function (gexecKernelArchive.cmake),
+  # registers for model <name>: gexec::system_module("<name>").
+  if(NOT CMAKE_OBJCOPY)
+    message(FATAL_ERROR "gexec_add_relax_model: needs objcopy (CMAKE_OBJCOPY) to keep model ${_name}'s symbols apart from other models'")
+  endif()
+  file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/gexec_models/${_name}_registration.cpp CONTENT "// Made by gexec_add_relax_model: what model ${_name}'s objects call to register their symbols.
+extern \"C\" int gexec_register_system_lib_symbol_of(const char* model, const char* name, void* symbol);
+extern \"C\" int gexec_relax_register_${_name}(const char* name, void* symbol) { return gexec_register_system_lib_symbol_of(\"${_name}\", name, symbol); }
+" @ONLY)
+  target_sources(${_target} PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/gexec_models/${_name}_registration.cpp)
+  _gexec_link_kernels(${_target} ${_name} ${_kernels} ${_name})
 endfunction()
 
 function(gexec_small_terminate_handler _target)

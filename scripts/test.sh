@@ -35,7 +35,8 @@
 #   arm            cross builds for ARM with Debian's cross compilers (cmake/toolchains), run under qemu-user (-O2):
 #                  for aarch64 the unit tests of graphs, parameters, the executor, the runtime, the thread pool,
 #                  concurrency, the policies and system_lib, the TVM conformance subset for aarch64 (both forms), a static program with a model
-#                  linked in (tests/static_deploy) and the Java binding's test program, its JNI library and libgexec_c
+#                  linked in (tests/static_deploy), the Relax suite (test_relax_suite) and its static programs
+#                  (relax_static), and the Java binding's test program, its JNI library and libgexec_c
 #                  cross-built, run by Debian's aarch64 JVM (openjdk-17-jre-headless:arm64, which scripts/deps.sh
 #                  unpacks; SKIPPED without it); for 32-bit ARM (armhf) the unit tests of graphs, parameters, the
 #                  executor, the runtime and the policies, the conformance subset and the static program
@@ -166,10 +167,11 @@ arm_stage() {
   # gexec_c and the test kernels too, for the Java binding run by an aarch64 JVM under qemu
   # (binding_java_aarch64; scripts/deps.sh unpacks the JVM, else the test is SKIPPED).
   # The Relax suite compiled by TVM 0.27 for aarch64 with the gcc stage's venv (SKIPPED
-  # without it), its outputs compared with TVM's VM on x86-64 (relax_models, test_relax_suite).
+  # without it), its outputs compared with TVM's VM on x86-64 (relax_models, test_relax_suite),
+  # and its system-library models linked into static programs run alone (relax_static).
   cmake --build "$build-aarch64" -j "$jobs" --target "${arm_unit_tests[@]}" test_conformance gexec_c gexec_test_kernels test_relax_suite
   GEXEC_CONF_VENV=$venv GEXEC_RELAX_VENV=$root/$build/tvm_ffi/venv ctest --test-dir "$build-aarch64" --output-on-failure -j "$jobs" \
-    -R "^($unit_tests|conformance_models|test_conformance|static_deploy|binding_java_aarch64|relax_models|test_relax_suite)\$"
+    -R "^($unit_tests|conformance_models|test_conformance|static_deploy|binding_java_aarch64|relax_models|test_relax_suite|relax_static)\$"
   configure "$build-armhf" arm-linux-gnueabihf-gcc arm-linux-gnueabihf-g++ "${common[@]}" \
     -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/arm-linux-gnueabihf.cmake"
   cmake --build "$build-armhf" -j "$jobs" --target test_conformance "${armhf_unit_tests[@]}"

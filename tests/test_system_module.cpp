@@ -4,8 +4,9 @@
 // binary is registered once a test has written it, and gexec::system_module() serves
 // both to the classes that run a loaded library: relax::load_executable, the graphs it
 // translates, the interpreter, a graph executor. What a program gets wrong (no
-// executable linked, two) is refused, naming what to link. The objects TVM itself
-// writes are linked into a static program by tests/relax_static.
+// executable linked, two) is refused, naming what to link; models registered by name
+// (as gexec_add_relax_model links them) are each a module of their own. The objects TVM
+// itself writes are linked into static programs by tests/relax_static.
 //
 // The table is the process's: the test cases run in the order written, the first before
 // any library binary is registered.
@@ -219,6 +220,59 @@ TEST_CASE("two executables registered (two models' devc.o) are refused, naming w
   const gexec::error two = error_of([] { (void)gexec::relax::load_executable(gexec::system_module()); });
   CHECK(two.code() == gexec::errc::invalid_module);
   CHECK(contains(two, "2 library binaries (__tvm_ffi__library_bin) are registered by the objects linked into the program"));
-  CHECK(contains(two, "link one model's objects into a program"));
+  CHECK(contains(two, "link each model with gexec_add_relax_model, which keeps them apart (gexec::system_module(name))"));
   CHECK(TVMFFIEnvModRegisterSystemLibSymbol(nullptr, nullptr) == -1);
+}
+
+namespace {
+/// Model "second"'s kernel of the same name as add_one's (as two models' `add` are): y = 2x.
+int times_two(void*, const TVMFFIAny* args, std::int32_t n, TVMFFIAny*) {
+  if (n != 2) return fail("two tensors");
+  const auto* x = static_cast<const DLTensor*>(args[0].v_ptr);
+  const auto* y = static_cast<const DLTensor*>(args[1].v_ptr);
+  for (std::int64_t i = 0; i < x->shape[0]; ++i) static_cast<float*>(y->data)[i] = 2.0f * static_cast<const float*>(x->data)[i];
+  return 0;
+}
+void* second_ctx = nullptr;
+}  // namespace
+
+// Last: once a named model is registered, the unnamed module has to choose.
+TEST_CASE("models linked by gexec_add_relax_model register by name: each its own module, the unnamed one refused where it would choose") {
+  // What gexec_relax_register_second, the function gexec_add_relax_model generates, does.
+  static const std::vector<std::byte> bin = library_bin();
+  REQUIRE(gexec_register_system_lib_symbol_of("second", "__tvm_ffi__library_ctx", &second_ctx) == 0);
+  REQUIRE(gexec_register_system_lib_symbol_of("second", "__tvm_ffi_ffi_add_one", reinterpret_cast<void*>(&times_two)) == 0);
+  REQUIRE(gexec_register_system_lib_symbol_of("second", "__tvm_ffi_ffi_pool_tasks", reinterpret_cast<void*>(&pool_tasks)) == 0);
+  REQUIRE(gexec_register_system_lib_symbol_of("second", "__tvm_ffi_ffi_extern_call", reinterpret_cast<void*>(&extern_call)) == 0);
+  REQUIRE(gexec_register_system_lib_symbol_of("second", "__tvm_ffi__library_bin", const_cast<std::byte*>(bin.data())) == 0);
+  CHECK(gexec_register_system_lib_symbol_of(nullptr, "__tvm_ffi_x", &second_ctx) == -1);
+  CHECK(second_ctx != nullptr);
+
+  const gexec::module& second = gexec::system_module("second");
+  CHECK(second == gexec::system_module("second"));
+  CHECK_FALSE(second == gexec::system_module());
+  CHECK(second.path().string() == "<system library: model second>");
+  CHECK(second.get_function("ffi_add_one").resource_handle == reinterpret_cast<void*>(&times_two));
+  CHECK_FALSE(second.get_function("ffi_missing"));
+  // The unnamed objects' kernel of that name is still theirs.
+  CHECK(gexec::detail::ffi_system_lib_symbols().unnamed.symbols.at("__tvm_ffi_ffi_add_one") == reinterpret_cast<void*>(&add_one));
+  CHECK(second.data_symbol("__tvm_ffi__library_bin").size() == bin.size());
+
+  // Its executable runs on its own kernels: main(x) = (reshape(2x), x).
+  gexec::relax::virtual_machine vm(gexec::relax::load_executable(second));
+  const auto out = vm.run("main", {gexec::ndarray::from_values<float>({4}, {1.f, 2.f, 3.f, 4.f})});
+  REQUIRE(out.size() == 2);
+  CHECK(floats(out[0]) == std::vector<float>{2.f, 4.f, 6.f, 8.f});
+
+  const gexec::error none = error_of([] { (void)gexec::relax::load_executable(gexec::system_module("third")); });
+  CHECK(none.code() == gexec::errc::invalid_module);
+  CHECK(contains(none, "<system library: model third> carries no __tvm_ffi__library_bin"));
+
+  // The unnamed module would have to choose between model second and the objects
+  // registered through TVMFFIEnvModRegisterSystemLibSymbol above.
+  const gexec::error choose = error_of([] { (void)gexec::system_module().get_function("ffi_add_one"); });
+  CHECK(choose.code() == gexec::errc::invalid_module);
+  CHECK(contains(choose, "2 models' system-library objects are linked into the program (second, and objects registered through "
+                         "TVMFFIEnvModRegisterSystemLibSymbol): name the one meant, gexec::system_module(\"second\")"));
+  CHECK(gexec::system_module("") == gexec::system_module());
 }

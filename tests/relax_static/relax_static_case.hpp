@@ -1,5 +1,5 @@
 #pragma once
-// What one static program of tests/relax_static runs: the model linked into it, the
+// What a static program of tests/relax_static runs: for each model linked into it, the
 // function to call, and TVM's inputs and outputs for it (an .npz embedded in the
 // program), with the weights it takes as arguments (gexec_add_relax_model's WEIGHTS).
 
@@ -15,5 +15,6 @@ struct relax_static_case {
   std::span<const std::byte> weights;   ///< the weights the function takes as arguments, if any
 };
 
-/// Defined by the file CMakeLists.txt writes for each program.
-const relax_static_case& this_case();
+/// Defined by the file CMakeLists.txt writes for each program: the models it links (one,
+/// or every model of the suite for static_all_models).
+std::span<const relax_static_case> linked_cases();

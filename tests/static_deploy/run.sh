@@ -39,7 +39,7 @@ headers=$("$readelf" -l "$bin")
 dynamic=$("$readelf" -d "$bin")
 if [[ $headers == *INTERP* ]]; then fail "$bin asks for a program interpreter"; fi
 [[ $dynamic == *"no dynamic section"* ]] || fail "$bin has a dynamic section"
-own=$(find "$out/CMakeFiles/static_model.dir" -name '*.o'; echo "$out/gexec/libgexec_boost_json.a"; ls "$out"/gexec_models/*/libkernels.a)
+own=$(find "$out/CMakeFiles/static_model.dir" -name '*.o'; echo "$out/gexec/libgexec_boost_json.a"; ls "$out"/gexec_models/*/*/libkernels.a)
 # shellcheck disable=SC2086
 undefined=$("$nm" -u $own 2>/dev/null | awk '{ print $NF }' | sort -u)
 for symbol in dlopen dlsym dladdr dlclose dlmopen; do

@@ -10,7 +10,9 @@
 // TVMBackendParallelLaunch, ...) as plain C functions. This header defines them all, so
 // that a program links such objects with no TVM runtime and no dynamic loader;
 // gexec::system_module() (library/system_module.hpp, which includes this header) is the
-// module over what they registered.
+// module over what they registered. gexec_add_relax_model renames each model's
+// registration call to one that names the model (and makes its kernels' symbols local
+// to its objects), so that a program links several models: gexec::system_module(name).
 //
 // As for the packed C ABI's system library (packed_c/system_lib.hpp), the C functions
 // are the ABI's, so they are process-wide by necessity, and so is the table of
@@ -40,17 +42,29 @@ namespace detail {
 inline constexpr std::string_view ffi_library_bin_symbol = "__tvm_ffi__library_bin";
 inline constexpr std::string_view ffi_library_ctx_symbol = "__tvm_ffi__library_ctx";
 
-/// What TVM-FFI system-library objects registered: kernels and other symbols by name,
-/// every library binary in the order registered (a program that links two models' devc.o
-/// registers two: refused when read, never one silently dropped), and how many times a
-/// library context slot was registered (one per lib0.o; gexec points the slot at this
-/// table, a process-lifetime object the kernels hand back to
+/// What one model's system-library objects registered: kernels and other symbols by
+/// name, every library binary in the order registered (two devc.o registering into one
+/// of these are refused when read, never one silently dropped), and how many times a
+/// library context slot was registered (one per lib0.o; gexec points the slot at the
+/// process table, a process-lifetime object the kernels hand back to
 /// TVMFFIEnvModLookupFromImports, which fails cleanly).
-struct ffi_system_lib_table {
-  std::mutex mu;
+struct ffi_system_lib_registrations {
   std::map<std::string, void*, std::less<>> symbols;
   std::vector<const void*> library_bins;
   std::size_t context_slots = 0;
+
+  [[nodiscard]] bool empty() const noexcept { return symbols.empty() && library_bins.empty() && context_slots == 0; }
+};
+
+/// Every registration of the process: those made through
+/// TVMFFIEnvModRegisterSystemLibSymbol (objects linked as TVM wrote them), and by model
+/// name those made through gexec_register_system_lib_symbol_of (the objects
+/// gexec_add_relax_model links, their registration call and kernel symbols renamed, so
+/// that several models' objects link into one program without clashing).
+struct ffi_system_lib_table {
+  std::mutex mu;
+  ffi_system_lib_registrations unnamed;
+  std::map<std::string, ffi_system_lib_registrations, std::less<>> models;
 };
 
 inline ffi_system_lib_table& ffi_system_lib_symbols() {
@@ -58,24 +72,25 @@ inline ffi_system_lib_table& ffi_system_lib_symbols() {
   return *table;
 }
 
-/// TVMFFIEnvModRegisterSystemLibSymbol: runs in the objects' constructors, before
-/// main(), so it allocates only through the never-destroyed table and fails with -1,
-/// not an exception.
-inline int register_ffi_system_lib_symbol(const char* name, void* address) noexcept {
+/// Registers `name` at `address` for `model` (null: unnamed). Runs in the objects'
+/// constructors, before main(), so it allocates only through the never-destroyed table
+/// and fails with -1, not an exception.
+inline int register_ffi_system_lib_symbol(const char* name, void* address, const char* model = nullptr) noexcept {
   if (!name || !address) return -1;
   try {
     ffi_system_lib_table& t = ffi_system_lib_symbols();
     std::lock_guard g(t.mu);
+    ffi_system_lib_registrations& r = model ? t.models[model] : t.unnamed;
     const std::string_view n = name;
     if (n == ffi_library_ctx_symbol) {
       *static_cast<void**>(address) = &t;
-      ++t.context_slots;
+      ++r.context_slots;
     } else if (n == ffi_library_bin_symbol) {
       bool known = false;
-      for (const void* b : t.library_bins) known = known || b == address;
-      if (!known) t.library_bins.push_back(address);
+      for (const void* b : r.library_bins) known = known || b == address;
+      if (!known) r.library_bins.push_back(address);
     } else {
-      t.symbols.insert_or_assign(std::string(n), address);
+      r.symbols.insert_or_assign(std::string(n), address);
     }
     return 0;
   } catch (...) {
@@ -94,6 +109,12 @@ GEXEC_NAMESPACE_END
 extern "C" {
 __attribute__((weak)) int TVMFFIEnvModRegisterSystemLibSymbol(const char* name, void* symbol) {
   return ::gexec::detail::register_ffi_system_lib_symbol(name, symbol);
+}
+/// What the objects gexec_add_relax_model links call in its place (through the function
+/// it generates for the model, gexec_relax_register_<model>): the same, for `model`.
+__attribute__((weak)) int gexec_register_system_lib_symbol_of(const char* model, const char* name, void* symbol) {
+  if (!model) return -1;
+  return ::gexec::detail::register_ffi_system_lib_symbol(name, symbol, model);
 }
 __attribute__((weak)) void TVMFFIErrorSetRaisedFromCStrParts(const char* kind, const char** message_parts, std::int32_t num_parts) {
   ::gexec::detail::ffi_error_set_raised_from_parts(kind, message_parts, num_parts);
