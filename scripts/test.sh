@@ -41,7 +41,8 @@
 #                  unpacks; SKIPPED without it); for 32-bit ARM (armhf) the unit tests of graphs, parameters, the
 #                  executor, the runtime and the policies, the conformance subset and the static program
 #   bench          the benchmarks of the g++ build, printing their figures and ratios (plain and on one core),
-#                  the footprint of a static deployment (benchmarks/footprint: resnet natively, mlp for aarch64),
+#                  the footprint of a static deployment (benchmarks/footprint: resnet natively, mlp for aarch64,
+#                  and the Relax suite's tiny model as a static Relax program on both),
 #                  a conformance model served through Triton against in-process run(), and gexec from Python against
 #                  C++ and TVM's Python API (benchmarks/python), Relax executables against TVM's VM (benchmarks/relax),
 #                  and start-up to the first output in fresh processes against TVM's loader (benchmarks/startup)
@@ -430,8 +431,13 @@ bench_stage() {
   # A static program with resnet linked in natively, and with mlp for aarch64 where the arm stage made its models.
   local arm_model=$build-aarch64/conformance/mlp
   [ -f "$arm_model/static/kernels.tar" ] || arm_model=""
+  # And the Relax suite's elementwise model as a static Relax program, where the gcc (and arm) stage made it.
+  local relax_tar="" relax_arm_tar=""
+  [ ! -f "$build/relax/static/tiny.tar" ] || relax_tar=$build/relax/static/tiny.tar
+  [ -z "$arm_model" ] || [ ! -f "$build-aarch64/relax/static/tiny.tar" ] || relax_arm_tar=$build-aarch64/relax/static/tiny.tar
   if [ -f "$conformance/resnet/static/kernels.tar" ]; then
-    GEXEC_RUN="$build/tools/gexec-run" timed bash benchmarks/footprint/run.sh "$build/footprint" "$conformance/resnet" $arm_model
+    GEXEC_RUN="$build/tools/gexec-run" RELAX_TAR=$relax_tar RELAX_TAR_AARCH64=$relax_arm_tar \
+      timed bash benchmarks/footprint/run.sh "$build/footprint" "$conformance/resnet" $arm_model
   fi
   if [ -x "$build/python/venv/bin/python" ]; then  # the python stage's venv, with the wheel installed
     timed "$build/python/venv/bin/python" benchmarks/python/bench_python.py --conformance "$build/conformance" \

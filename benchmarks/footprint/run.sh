@@ -32,6 +32,13 @@
 #   start-up  exec to the first output line, median of 20 runs, against the empty
 #             program's exec to its first line and against the goal: the first run()
 #             + 5 ms (native only: under qemu the figures would be the emulator's).
+# With RELAX_TAR (and RELAX_TAR_AARCH64 for the aarch64 build) set to a Relax model's
+# system-library objects (the Relax suite's static/tiny.tar), the same for a Relax runner
+# (relax_runner.cpp, gexec_add_relax_model): its size beyond the model's objects (text
+# and data of lib0.o and devc.o, the executable and its constants) less the empty program,
+# gexec's own symbols, and its start-up natively. It carries the executable's reader, the
+# interpreter, the translation to a graph and the liveness planner besides the executor;
+# the goals above are the graph runner's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -41,10 +48,10 @@ out=$(cd "$out" && pwd)
 x86_model=$(cd "$x86_model" && pwd)
 [ -z "$arm_model" ] || arm_model=$(cd "$arm_model" && pwd)
 
-build() {  # build DIR MODEL [cmake args...]
-  local dir=$1 model=$2
-  shift 2
-  local args=(-DGEXEC_SOURCE_DIR="$src" -DMODEL_DIR="$model" -DPARAMS_FILE="$(embedded_params "$dir" "$model")" "$@")
+build() {  # build DIR MODEL RELAX_TAR [cmake args...]
+  local dir=$1 model=$2 relax_tar=$3
+  shift 3
+  local args=(-DGEXEC_SOURCE_DIR="$src" -DMODEL_DIR="$model" -DPARAMS_FILE="$(embedded_params "$dir" "$model")" -DRELAX_TAR="$relax_tar" "$@")
   if command -v ccache >/dev/null; then args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
   cmake -S "$here" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=MinSizeRel "${args[@]}" >/dev/null
   cmake --build "$dir" >/dev/null
@@ -61,10 +68,10 @@ embedded_params() {  # embedded_params DIR MODEL: the parameter file the runner 
   fi
 }
 
-kernel_bytes() {  # kernel_bytes MODEL SIZE_TOOL: text + data of the kernels' objects
+kernel_bytes() {  # kernel_bytes MODEL SIZE_TOOL [TAR]: text + data of the kernels' objects (MODEL/static/kernels.tar, or TAR)
   local objects
   objects=$(mktemp -d)
-  tar -xf "$1/static/kernels.tar" -C "$objects"
+  tar -xf "${3:-$1/static/kernels.tar}" -C "$objects"
   "$2" -t "$objects"/*.o | awk 'END { print $1 + $2 }'
   rm -rf "$objects"
 }
@@ -84,7 +91,7 @@ for line in sys.stdin:
         continue
     seen.add((parts[0], parts[1]))
     size, name = int(parts[1], 16), parts[3]
-    if "tvmgen_" in name or name.endswith("__tvm_module_ctx"):
+    if "tvmgen_" in name or name.endswith("__tvm_module_ctx") or name.startswith("__tvm_ffi_") or name.endswith("_compute_"):
         who = "kernels"
     elif name.startswith("gexec_embedded_"):
         who = "embedded files"
@@ -135,6 +142,27 @@ sizes() {  # sizes MACHINE DIR MODEL
   echo "  the runner's symbols by owner (bytes):   $own"
 }
 
+relax_sizes() {  # relax_sizes MACHINE DIR TAR: the Relax runner's size beyond its model's objects
+  local machine=$1 dir=$2 tar=$3 nm strip runner empty objects beyond part sections_part own gexec_bytes
+  nm=$(cache "$dir" CMAKE_NM)
+  strip=$(cache "$dir" CMAKE_STRIP)
+  "$strip" -o "$dir/footprint_relax_runner.stripped" "$dir/footprint_relax_runner"
+  runner=$(stat -c %s "$dir/footprint_relax_runner.stripped")
+  empty=$(stat -c %s "$dir/footprint_empty.stripped")
+  objects=$(kernel_bytes "" "${nm%nm}size" "$tar")
+  beyond=$((runner - objects))
+  part=$((beyond - empty))
+  sections_part=$(( $(section_bytes "${nm%nm}size" "$dir/footprint_relax_runner.stripped") - objects -
+                    $(section_bytes "${nm%nm}size" "$dir/footprint_empty.stripped") ))
+  own=$(owners "$nm" "$dir/footprint_relax_runner")
+  gexec_bytes=$(sed -n 's/.*\bgexec \([0-9]*\).*/\1/p' <<<"$own")
+  echo "footprint size of a Relax runner ($machine, built alike), model $(basename "$tar" .tar):"
+  echo "  runner file                              $runner bytes; the model's objects (text+data, the executable included) $objects bytes"
+  echo "  beyond them, less the empty program      $part bytes ($((part / 1000)) KB); in sections (no page padding) $sections_part bytes ($((sections_part / 1000)) KB)"
+  echo "  gexec's own symbols                      ${gexec_bytes:-0} bytes ($((${gexec_bytes:-0} / 1000)) KB)"
+  echo "  the runner's symbols by owner (bytes):   $own"
+}
+
 startup() {  # startup LABEL COMMAND...: median ms from exec to the first output line
   python3 - "$@" <<'PY'
 import statistics, subprocess, sys, time
@@ -152,7 +180,10 @@ print("%s %.3f" % (label, statistics.median(times)))
 PY
 }
 
-build "$out/x86_64" "$x86_model"
+relax_x86=${RELAX_TAR:-} relax_arm=${RELAX_TAR_AARCH64:-}
+[ -z "$relax_x86" ] || relax_x86=$(cd "$(dirname "$relax_x86")" && pwd)/$(basename "$relax_x86")
+[ -z "$relax_arm" ] || relax_arm=$(cd "$(dirname "$relax_arm")" && pwd)/$(basename "$relax_arm")
+build "$out/x86_64" "$x86_model" "$relax_x86"
 sizes x86-64 "$out/x86_64" "$x86_model"
 
 tvm_runtime=$(ls "$src"/build/conformance/venv/lib/python3*/site-packages/tvm/libtvm_runtime.so 2>/dev/null | head -1 || true)
@@ -162,6 +193,8 @@ if [ -n "$tvm_runtime" ]; then
   echo "  baseline: TVM's libtvm_runtime.so (TVM 0.16.dev0 from hhb-tvm, x86-64, shared, needs libc/libstdc++ besides): $tvm_bytes bytes;" \
        "the static runner beyond its model is $(awk -v a="$beyond_x86" -v b="$tvm_bytes" 'BEGIN { printf "%.3f", a / b }')x that"
 fi
+
+[ -z "$relax_x86" ] || relax_sizes x86-64 "$out/x86_64" "$relax_x86"
 
 echo "footprint memory (x86-64, native), model $(basename "$x86_model"):"
 read -r _ params _ in_place _ copied _ storage _ rss _ load_ms _ run_ms < <("$out/x86_64/footprint_runner" | sed -n 2p)
@@ -179,12 +212,23 @@ empty_ms=$(startup empty "$out/x86_64/footprint_empty" | cut -d' ' -f2)
 echo "  runner $runner_ms ms, empty program $empty_ms ms ($(awk -v a="$runner_ms" -v b="$empty_ms" 'BEGIN { printf "%.1f", a / b }')x);" \
      "inside the runner: model + executor $load_ms ms, the first run() $run_ms ms;" \
      "goal: to the first output <= the first run() + 5 ms: $(awk -v a="$runner_ms" -v r="$run_ms" 'BEGIN { print (a <= r + 5) ? "met" : "NOT met" }')"
+if [ -n "$relax_x86" ]; then
+  read -r _ relax_rss _ relax_load_ms _ relax_run_ms < <("$out/x86_64/footprint_relax_runner" | sed -n 2p)
+  relax_ms=$(startup relax_runner "$out/x86_64/footprint_relax_runner" | cut -d' ' -f2)
+  echo "  the Relax runner $relax_ms ms ($(awk -v a="$relax_ms" -v b="$empty_ms" 'BEGIN { printf "%.1f", a / b }')x the empty program);" \
+       "inside it: load_executable + virtual_machine $relax_load_ms ms, the first call $relax_run_ms ms; peak resident set $relax_rss KiB"
+fi
 
 if [ -n "$arm_model" ]; then
-  build "$out/aarch64" "$arm_model" -DCMAKE_TOOLCHAIN_FILE="$src/cmake/toolchains/aarch64-linux-gnu.cmake"
+  build "$out/aarch64" "$arm_model" "$relax_arm" -DCMAKE_TOOLCHAIN_FILE="$src/cmake/toolchains/aarch64-linux-gnu.cmake"
   sizes aarch64 "$out/aarch64" "$arm_model"
+  [ -z "$relax_arm" ] || relax_sizes aarch64 "$out/aarch64" "$relax_arm"
   qemu=$(cache "$out/aarch64" GEXEC_QEMU)
   arm_output=$(env -i "$qemu" "$out/aarch64/footprint_runner")
   [[ $arm_output == "first output: "* ]] || { echo "the aarch64 runner failed under qemu" >&2; exit 1; }
+  if [ -n "$relax_arm" ]; then
+    arm_output=$(env -i "$qemu" "$out/aarch64/footprint_relax_runner")
+    [[ $arm_output == "first output: "* ]] || { echo "the aarch64 Relax runner failed under qemu" >&2; exit 1; }
+  fi
   echo "  (it runs under $(basename "$qemu"); start-up and memory under an emulator say nothing of a board, so none are given)"
 fi
