@@ -476,6 +476,47 @@ TEST_CASE("a graph function's later calls copy straight to and from its executor
   CHECK(values(bound) == std::vector<float>{100.f, 200.f, 300.f, 400.f});
 }
 
+TEST_CASE("run into a kept vector: the last results given back first, so that the same tensors serve again; a result fed back") {
+  builder b;
+  add_one_main(b);
+  auto values = [](const gexec::ndarray& t) { return std::vector<float>(t.values<float>().begin(), t.values<float>().end()); };
+  const rx::executable graph = rx::executable::from(b.parsed(), ffi_kernels(), "kept");
+  REQUIRE(graph.graph_of("main") != nullptr);
+  rx::virtual_machine vm(graph);
+  std::vector<gexec::ndarray> out;
+  vm.run("main", {gexec::ndarray::from_values<float>({4}, {1.f, 2.f, 3.f, 4.f})}, out);
+  REQUIRE(out.size() == 2);
+  CHECK(values(out[0]) == std::vector<float>{2.f, 3.f, 4.f, 5.f});
+  const void* tensor = out[0].data();
+  const gexec::ndarray* slots = out.data();
+  vm.run("main", {gexec::ndarray::from_values<float>({4}, {-1.f, 0.f, 1.f, 2.f})}, out);
+  REQUIRE(out.size() == 2);
+  CHECK(values(out[0]) == std::vector<float>{0.f, 1.f, 2.f, 3.f});
+  CHECK(values(out[1]) == std::vector<float>{-1.f, 0.f, 1.f, 2.f});
+  CHECK(out[0].data() == tensor);  // nobody else held it: the same tensor again
+  CHECK(out.data() == slots);      // and the vector's own storage
+  // A result the caller keeps is its own: the next call writes another tensor.
+  const gexec::ndarray kept = out[0];
+  vm.run("main", {gexec::ndarray::from_values<float>({4}, {10.f, 20.f, 30.f, 40.f})}, out);
+  CHECK(out[0].data() != kept.data());
+  CHECK(values(kept) == std::vector<float>{0.f, 1.f, 2.f, 3.f});
+  CHECK(values(out[0]) == std::vector<float>{11.f, 21.f, 31.f, 41.f});
+  // A result fed back as the input (out[1] is x): read before the results are replaced.
+  vm.run("main", std::span<const gexec::ndarray>(out).subspan(1, 1), out);
+  REQUIRE(out.size() == 2);
+  CHECK(values(out[0]) == std::vector<float>{11.f, 21.f, 31.f, 41.f});
+  CHECK(values(out[1]) == std::vector<float>{10.f, 20.f, 30.f, 40.f});
+  // The interpreter's results go into the kept vector alike.
+  const rx::executable interpreted = rx::executable::from(b.parsed(), ffi_kernels(), "kept", {.graphs = false});
+  rx::virtual_machine ivm(interpreted);
+  ivm.run("main", {gexec::ndarray::from_values<float>({4}, {1.f, 2.f, 3.f, 4.f})}, out);
+  REQUIRE(out.size() == 2);
+  CHECK(values(out[0]) == std::vector<float>{2.f, 3.f, 4.f, 5.f});
+  ivm.run("main", std::span<const gexec::ndarray>(out).subspan(1, 1), out);
+  CHECK(values(out[0]) == std::vector<float>{2.f, 3.f, 4.f, 5.f});
+  CHECK(values(out[1]) == std::vector<float>{1.f, 2.f, 3.f, 4.f});
+}
+
 TEST_CASE("the kernels the interpreter calls run on the executable's runtime: its thread pool serves their parallel loops") {
   builder b;
   const auto fn = b.begin("main", {}, 1);

@@ -8,7 +8,8 @@
 // gexec and TVM both take their thread count from TVM_NUM_THREADS. Each figure is the
 // median of 5 repeats of at least 50 ms (10 calls at least), as TVM's time_evaluator
 // measures; a call is vm.run(function, inputs) with the inputs prepared, its outputs
-// returned as fresh tensors (TVM's VM returns fresh tensors too).
+// returned in a new vector (TVM's VM returns new objects too); "graph, kept" is the graph
+// form called as vm.run(function, inputs, outputs), into a vector the loop keeps.
 
 #include <gexec/benchmark.hpp>
 #include <gexec/npz.hpp>
@@ -54,6 +55,16 @@ double median_us(gexec::relax::virtual_machine& vm, const char* function, const 
   return gexec::benchmark([&] { (void)vm.run(function, inputs); }, opt).median * 1e6;
 }
 
+/// The same into a vector the loop keeps (vm.run(function, inputs, outputs)).
+double median_kept_us(gexec::relax::virtual_machine& vm, const char* function, const std::vector<gexec::ndarray>& inputs) {
+  gexec::benchmark_options opt;
+  opt.number = 10;
+  opt.repeat = 5;
+  opt.min_repeat_ms = 50;
+  std::vector<gexec::ndarray> outputs;
+  return gexec::benchmark([&] { vm.run(function, inputs, outputs); }, opt).median * 1e6;
+}
+
 /// {case: median_us} from time_tvm_vm.py's JSON, read without a JSON library (its shape is fixed).
 std::map<std::string, double> read_tvm_times(const fs::path& file) {
   std::ifstream in(file);
@@ -95,7 +106,7 @@ int main(int argc, char** argv) {
     fs::remove(out);
   }
   std::printf("Relax executables, per call (median us), %s thread(s), load %s:\n", threads ? threads : "default", bench::load_average().c_str());
-  std::printf("  %-18s %12s %12s %12s %10s %10s\n", "case", "gexec graph", "interpreter", "TVM VM", "graph/TVM", "interp/TVM");
+  std::printf("  %-18s %12s %12s %12s %10s %10s %12s %10s\n", "case", "gexec graph", "interpreter", "TVM VM", "graph/TVM", "interp/TVM", "graph, kept", "kept/TVM");
   for (const bench_case& c : cases) {
     std::map<std::string, gexec::ndarray> arrays;
     for (auto& [n, a] : gexec::load_npz_file(suite / c.data)) arrays.emplace(n, a);
@@ -113,11 +124,13 @@ int main(int argc, char** argv) {
     const char* form = graph_exe.graph_of(c.function) ? "" : " (interpreted)";
     const double g = median_us(graph_vm, c.function, inputs);
     const double i = median_us(interp_vm, c.function, inputs);
+    const double k = median_kept_us(graph_vm, c.function, inputs);
     const auto t = tvm.find(c.name);
     if (t == tvm.end())
-      std::printf("  %-18s %12.2f %12.2f %12s %10s %10s%s\n", c.name, g, i, "-", "-", "-", form);
+      std::printf("  %-18s %12.3f %12.3f %12s %10s %10s %12.3f %10s%s\n", c.name, g, i, "-", "-", "-", k, "-", form);
     else
-      std::printf("  %-18s %12.2f %12.2f %12.2f %10.3f %10.3f%s\n", c.name, g, i, t->second, g / t->second, i / t->second, form);
+      std::printf("  %-18s %12.3f %12.3f %12.3f %10.3f %10.3f %12.3f %10.3f%s\n", c.name, g, i, t->second, g / t->second, i / t->second, k,
+                  k / t->second, form);
   }
   return 0;
 }

@@ -8,6 +8,7 @@
 //   auto exe = gexec::relax::load_executable("model.so");    // relax.build(...).export_library
 //   gexec::relax::virtual_machine vm(exe);
 //   std::vector<gexec::ndarray> out = vm.run("main", {x});     // TVM: vm["main"](x)
+//   vm.run("main", {x}, out);                                  // the same into a kept vector: a loop allocates nothing
 //
 // Refused when loading, with the name: a function-table entry that is no builtin gexec
 // has and no kernel of the library, a VM-TIR function (relax.build(exec_mode="compiled")),
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -371,13 +373,24 @@ class virtual_machine {
   /// its executor, the outputs out of it into tensors this VM hands out again once the
   /// caller holds none of them (so a loop that drops its results allocates nothing).
   std::vector<ndarray> run(std::string_view name, std::span<const ndarray> inputs) {
-    const executable::state& s = exe_.require();
-    const std::size_t fi = lookup(name);
-    if (graph_runner* r = runner(s, fi); r && r->plain_dtypes) return run_graph_fast(s.code.functions[fi], *r, inputs);
-    std::vector<vm_value> args(inputs.begin(), inputs.end());
     std::vector<ndarray> out;
-    flatten(invoke(name, args), out);
+    run_into(name, inputs, out);
     return out;
+  }
+  /// The same into `outputs`, which a loop keeps from call to call: its last results are
+  /// given back first (so that a graph function's output tensors serve again where the
+  /// caller kept no other reference to them) and its capacity is reused, so that such a
+  /// loop allocates nothing. `inputs` may be `outputs` itself (a result fed back).
+  void run(std::string_view name, std::span<const ndarray> inputs, std::vector<ndarray>& outputs) {
+    std::vector<ndarray> fed_back;  // the inputs, where they lie in `outputs`: kept alive through the call
+    const std::less<const ndarray*> before;  // a total order over unrelated pointers too
+    if (!inputs.empty() && !outputs.empty() && !before(inputs.data(), outputs.data()) && before(inputs.data(), outputs.data() + outputs.size()))
+      fed_back = std::move(outputs);
+    outputs.clear();
+    run_into(name, inputs, outputs);
+  }
+  void run(std::string_view name, std::initializer_list<ndarray> inputs, std::vector<ndarray>& outputs) {
+    run(name, std::span<const ndarray>(inputs.begin(), inputs.size()), outputs);
   }
   std::vector<ndarray> run(std::string_view name, std::initializer_list<ndarray> inputs) {
     return run(name, std::span<const ndarray>(inputs.begin(), inputs.size()));
@@ -424,6 +437,20 @@ class virtual_machine {
   }
 
   static constexpr int max_depth = 256;
+
+  /// run()'s work: the result appended to `outputs` (empty).
+  void run_into(std::string_view name, std::span<const ndarray> inputs, std::vector<ndarray>& outputs) {
+    const executable::state& s = exe_.require();
+    const std::size_t fi = lookup(name);
+    if (graph_runner* r = runner(s, fi); r && r->plain_dtypes) {
+      run_runner(s.code.functions[fi], *r, inputs);
+      outputs.reserve(r->flat.size());
+      for (int k : r->flat) outputs.push_back(r->outputs[static_cast<std::size_t>(k)]);
+      return;
+    }
+    std::vector<vm_value> args(inputs.begin(), inputs.end());
+    flatten(invoke(name, args), outputs);
+  }
 
   /// A function that is a graph: its arguments checked as TVM's checks would, set as
   /// the executor's inputs, run, and its outputs copied out (a call's results are its
@@ -541,14 +568,6 @@ class virtual_machine {
   static void leaves(const output_tree& t, std::vector<int>& out) {
     if (t.leaf >= 0) out.push_back(t.leaf);
     for (const output_tree& x : t.items) leaves(x, out);
-  }
-
-  std::vector<ndarray> run_graph_fast(const vm_function& f, graph_runner& r, std::span<const ndarray> inputs) {
-    run_runner(f, r, inputs);
-    std::vector<ndarray> out;
-    out.reserve(r.flat.size());
-    for (int k : r.flat) out.push_back(r.outputs[static_cast<std::size_t>(k)]);
-    return out;
   }
 
   /// A graph function called with VM values (invoke): its result built as TVM returns it.
