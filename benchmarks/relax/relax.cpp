@@ -23,6 +23,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../machine.hpp"
@@ -47,22 +48,24 @@ constexpr bench_case cases[] = {
     {"nn_mlp/params", "nn_mlp.so", "forward", "nn_mlp.npz", 1, "nn_mlp.params"},
 };
 
-double median_us(gexec::relax::virtual_machine& vm, const char* function, const std::vector<gexec::ndarray>& inputs) {
+/// The median us of `call`, timed as TVM's time_evaluator times (number 10, repeat 5, 50 ms).
+template <class F>
+double median_us(F&& call) {
   gexec::benchmark_options opt;
   opt.number = 10;
   opt.repeat = 5;
   opt.min_repeat_ms = 50;
-  return gexec::benchmark([&] { (void)vm.run(function, inputs); }, opt).median * 1e6;
+  return gexec::benchmark(std::forward<F>(call), opt).median * 1e6;
+}
+
+double median_us(gexec::relax::virtual_machine& vm, const char* function, const std::vector<gexec::ndarray>& inputs) {
+  return median_us([&] { (void)vm.run(function, inputs); });
 }
 
 /// The same into a vector the loop keeps (vm.run(function, inputs, outputs)).
 double median_kept_us(gexec::relax::virtual_machine& vm, const char* function, const std::vector<gexec::ndarray>& inputs) {
-  gexec::benchmark_options opt;
-  opt.number = 10;
-  opt.repeat = 5;
-  opt.min_repeat_ms = 50;
   std::vector<gexec::ndarray> outputs;
-  return gexec::benchmark([&] { vm.run(function, inputs, outputs); }, opt).median * 1e6;
+  return median_us([&] { vm.run(function, inputs, outputs); });
 }
 
 /// {case: median_us} from time_tvm_vm.py's JSON, read without a JSON library (its shape is fixed).
