@@ -5,35 +5,42 @@
 
 namespace gexec_python {
 
+namespace {
+
+/// An input setter's four overloads: by index or by name, of a gexec NDArray or of an
+/// array Python hands over (viewed in the input's dtype); `set(ex, index, tensor)` sets it.
+template <class Set>
+void def_input_setter(nb::class_<executor_box>& c, const char* name, Set set) {
+  c.def(name, [set](executor_box& b, int i, const gexec::ndarray& v) {
+     b.check_input(i);
+     set(b.ex, i, v);
+   })
+      .def(name, [set](executor_box& b, int i, const in_array& v) {
+        b.check_input(i);
+        set(b.ex, i, view_of(v, b.input_dtype(i)));
+      })
+      .def(name, [set](executor_box& b, std::string_view n, const gexec::ndarray& v) { set(b.ex, b.index_of(n), v); })
+      .def(name, [set](executor_box& b, std::string_view n, const in_array& v) {
+        const int i = b.index_of(n);
+        set(b.ex, i, view_of(v, b.input_dtype(i)));
+      });
+}
+
+}  // namespace
+
 void bind_executor(nb::module_& m) {
   // ---- executors --------------------------------------------------------------------
-  nb::class_<executor_box>(m, "Executor")
+  nb::class_<executor_box> executor(m, "Executor");
+  executor
       .def_prop_ro("num_inputs", [](const executor_box& b) { return b.ex.get_num_inputs(); })
       .def_prop_ro("num_outputs", [](const executor_box& b) { return b.ex.get_num_outputs(); })
       .def("get_num_inputs", [](const executor_box& b) { return b.ex.get_num_inputs(); })
       .def("get_num_outputs", [](const executor_box& b) { return b.ex.get_num_outputs(); })
       .def("get_input_index", [](const executor_box& b, std::string_view name) { return b.ex.get_input_index(name); })
-      .def("get_output_index", [](const executor_box& b, std::string_view name) { return b.ex.get_output_index(name); })
-      .def("set_input", [](executor_box& b, int i, const gexec::ndarray& v) { b.check_input(i); b.ex.set_input(i, v); })
-      .def("set_input", [](executor_box& b, int i, const in_array& v) {
-        b.check_input(i);
-        b.ex.set_input(i, view_of(v, b.input_dtype(i)));
-      })
-      .def("set_input", [](executor_box& b, std::string_view n, const gexec::ndarray& v) { b.ex.set_input(b.index_of(n), v); })
-      .def("set_input", [](executor_box& b, std::string_view n, const in_array& v) {
-        const int i = b.index_of(n);
-        b.ex.set_input(i, view_of(v, b.input_dtype(i)));
-      })
-      .def("set_input_zero_copy", [](executor_box& b, int i, const gexec::ndarray& v) { b.check_input(i); b.ex.set_input_zero_copy(i, v); })
-      .def("set_input_zero_copy", [](executor_box& b, int i, const in_array& v) {
-        b.check_input(i);
-        b.ex.set_input_zero_copy(i, view_of(v, b.input_dtype(i)));
-      })
-      .def("set_input_zero_copy", [](executor_box& b, std::string_view n, const gexec::ndarray& v) { b.ex.set_input_zero_copy(b.index_of(n), v); })
-      .def("set_input_zero_copy", [](executor_box& b, std::string_view n, const in_array& v) {
-        const int i = b.index_of(n);
-        b.ex.set_input_zero_copy(i, view_of(v, b.input_dtype(i)));
-      })
+      .def("get_output_index", [](const executor_box& b, std::string_view name) { return b.ex.get_output_index(name); });
+  def_input_setter(executor, "set_input", [](auto& ex, int i, const gexec::ndarray& v) { ex.set_input(i, v); });
+  def_input_setter(executor, "set_input_zero_copy", [](auto& ex, int i, const gexec::ndarray& v) { ex.set_input_zero_copy(i, v); });
+  executor
       .def("set_output_zero_copy", [](executor_box& b, int i, const gexec::ndarray& v) { b.check_output(i); b.ex.set_output_zero_copy(i, v); })
       .def("set_output_zero_copy", [](executor_box& b, int i, const out_array& v) {
         b.check_output(i);
