@@ -11,10 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <forward_list>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "json_path.hpp"
 
@@ -198,7 +199,7 @@ class json_cursor {
       // An escape: what came before it is copied as it is, the escape decoded.
       if (!to) {
         if (k == keep::now) scratch_.clear();
-        to = k == keep::now ? &scratch_ : k == keep::node ? &node_kept_.emplace_front() : &graph_kept_.emplace_front();
+        to = k == keep::now ? &scratch_ : (k == keep::node ? node_kept_ : graph_kept_).emplace_back(std::make_unique<std::string>()).get();
       }
       to->append(plain, q);
       if (end_ - q < 2) return fail;
@@ -335,7 +336,7 @@ class json_cursor {
   const char* begin_;
   const char* last_ = nullptr;  // the text's last '}'
   std::string scratch_;              // a string decoded for now (keep::now)
-  std::forward_list<std::string> node_kept_, graph_kept_;  // strings decoded for keep::node, keep::graph (stable addresses)
+  std::vector<std::unique_ptr<std::string>> node_kept_, graph_kept_;  // strings decoded for keep::node, keep::graph (stable addresses)
 };
 
 }  // namespace detail

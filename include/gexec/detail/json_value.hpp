@@ -1,12 +1,13 @@
 #pragma once
-// Any JSON value, read without Boost: the scanner's "metadata" for programs that link
-// no Boost.JSON (graph/json_scanned.hpp), the check that names where a text stops being
-// JSON when the scanner gives up, and the safetensors header (safetensors_impl.hpp). It
-// accepts what the document reader's parser accepts (graph/json_impl.hpp: Boost.JSON,
-// strict, a repeated key refused) and writes a value back as that reader serializes it,
-// or refuses what it does not write alike: numbers with a fraction or an exponent, and
-// integers outside int64 and uint64 (Boost.JSON keeps them as doubles, whose shortest
-// form this reader does not write).
+// Any JSON value, read without Boost: the scanner's "metadata" (graph/json_scanned.hpp,
+// and graph/json_impl.hpp where it writes the value alike), the check of graph JSON
+// before Boost.JSON builds its document (graph/json_impl.hpp: it names where a text
+// stops being JSON, and a repeated key by its JSON path, which Boost.JSON's DOM would
+// collapse into the last one), and the safetensors header (safetensors_impl.hpp). It
+// accepts what Boost.JSON's strict parser accepts and writes a value back as
+// boost::json::serialize does, or refuses what it does not write alike: numbers with a
+// fraction or an exponent, and integers outside int64 and uint64 (Boost.JSON keeps them
+// as doubles, whose shortest form this reader does not write).
 
 #include "../config.hpp"
 
@@ -15,7 +16,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "json_cursor.hpp"
@@ -269,7 +270,7 @@ class json_value_reader : json_cursor {
       put('}');
       return true;
     }
-    std::unordered_set<std::string> keys;
+    std::unordered_map<std::string, std::size_t> keys;  // this object's keys, decoded -> member index
     path_.push_back({{}, 0, true});
     for (;;) {
       if (at_end()) return fail(fault::incomplete);
@@ -279,8 +280,8 @@ class json_value_reader : json_cursor {
       ++p_;
       if (!string_body(key)) return string_fault(key_at);
       // Boost.JSON's strict reader refuses a repeated key as soon as it is read.
-      const auto [it, fresh] = keys.emplace(key);
-      path_.back().key = *it;
+      const auto [it, fresh] = keys.emplace(key, keys.size());
+      path_.back().key = it->first;
       if (!fresh) {
         key_.assign(key);
         for (const step& part : path_) {
@@ -294,7 +295,7 @@ class json_value_reader : json_cursor {
         p_ = key_at;
         return fail(fault::duplicate_key);
       }
-      const std::string_view member = *it;
+      const std::string_view member = it->first;
       put_string(key);
       ws();
       if (at_end()) return fail(fault::incomplete);
@@ -435,6 +436,20 @@ class json_value_reader : json_cursor {
   };
   std::vector<step> path_;  // the objects and arrays that hold the value being read
 };
+
+/// "byte N (line L)" for `offset` in `text`.
+inline std::string json_position(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  const auto line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+  return "byte " + std::to_string(offset) + " (line " + std::to_string(line) + ")";
+}
+
+/// Up to 24 bytes of `text` from `offset`, printable, for messages.
+inline std::string json_near(std::string_view text, std::size_t offset) {
+  if (offset >= text.size()) return "the end of the text";
+  const std::string_view s = text.substr(offset, 24);
+  return "\"" + printable(s) + (offset + s.size() < text.size() ? "...\"" : "\"");
+}
 
 /// The scanner's metadata_reader without Boost: the value at the start of `text` as
 /// read_metadata_value() (graph/json_impl.hpp) serializes it, one level of nesting

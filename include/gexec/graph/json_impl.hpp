@@ -20,6 +20,7 @@
 #include "../detail/byte_io.hpp"
 #include "../detail/json_path.hpp"
 #include "../detail/json_reader.hpp"
+#include "../detail/json_value.hpp"
 #include "../dtype.hpp"
 #include "../error.hpp"
 #include "data.hpp"
@@ -157,22 +158,24 @@ inline void read_graph_attrs(graph_attrs& attrs, const boost::json::value& v, co
   if (!(seen & 4)) json_fail(at, "missing \"storage_id\"");
 }
 
+/// `text` as a Boost.JSON document, checked first by gexec's own reader
+/// (detail/json_value.hpp), which names a repeated key by its JSON path (the DOM would
+/// keep the last one silently) and says where a text stops being JSON; Boost.JSON's
+/// parse(), called in its library, then builds the DOM.
 inline boost::json::value parse_json_text(std::string_view text, boost::json::storage_ptr sp) {
-  boost::json::basic_parser<strict_json_handler> p(boost::json::parse_options{});
-  p.handler().st.reset(std::move(sp));
+  json_value_reader check(text, nullptr, json_max_depth);
+  if (!check.document()) {
+    if (check.what() == json_value_reader::fault::duplicate_key)
+      throw error(errc::invalid_graph, "graph: " + check.key_path() + ": " + check.describe());
+    throw error(errc::invalid_json, "graph JSON: " + check.describe() + " at " + json_position(text, check.offset()));
+  }
+  if (check.offset() != text.size()) throw error(errc::invalid_json, "graph JSON: text after the value at " + json_position(text, check.offset()));
+  boost::json::parse_options options;
+  options.max_depth = json_max_depth;
   boost::system::error_code ec;
-  std::size_t used = p.write_some(false, text.data(), text.size(), ec);
-  if (!p.handler().duplicate_at.empty()) {
-    throw error(errc::invalid_graph, "graph: " + p.handler().duplicate_at + ": duplicate key \"" +
-                                         p.handler().duplicate_key + "\" (an object names each key once)");
-  }
-  if (!ec && used != text.size()) ec = boost::json::error::extra_data;  // text after the value
-  if (ec) {
-    std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(used), '\n'));
-    throw error(errc::invalid_json, "graph JSON: " + ec.message() + " at byte " + std::to_string(used) + " (line " +
-                                        std::to_string(line) + ")");
-  }
-  return p.handler().st.release();
+  boost::json::value doc = boost::json::parse(boost::json::string_view(text.data(), text.size()), ec, std::move(sp), options);
+  if (ec) throw error(errc::invalid_json, "graph JSON: " + ec.message());
+  return doc;
 }
 
 /// The graph as the document reader sees `json_text`: a Boost.JSON document first, then
@@ -218,19 +221,23 @@ inline graph read_graph_document(std::string_view json_text) {
 }
 
 /// The scanner's metadata_reader: the JSON value at the start of `text` as
-/// read_graph_document() keeps "metadata" (serialized), read by the same parser with the
-/// depth left to a value inside the graph object; false where the document reader
-/// would refuse the text (not JSON, a repeated key, too deep).
+/// read_graph_document() keeps "metadata" (serialized), checked with the depth left to a
+/// value inside the graph object; false where the document reader would refuse the text
+/// (not JSON, a repeated key, too deep). gexec's reader writes it where it writes it as
+/// Boost.JSON does; a number it does not write alike (a fraction, an exponent, beyond 64
+/// bits) has Boost.JSON read and write the value.
 inline bool read_metadata_value(std::string_view text, std::string& out, std::size_t& used) {
+  if (read_metadata_plain(text, out, used)) return true;
+  json_value_reader check(text, nullptr, json_max_depth - 1);
+  if (!check.document()) return false;
+  used = check.offset();
   boost::json::parse_options options;
-  options.max_depth -= 1;  // the graph object is one level
+  options.max_depth = json_max_depth - 1;
   boost::json::monotonic_resource arena;
-  boost::json::basic_parser<strict_json_handler> p(options);
-  p.handler().st.reset(&arena);
   boost::system::error_code ec;
-  used = p.write_some(false, text.data(), text.size(), ec);
-  if (ec || !p.handler().duplicate_at.empty()) return false;
-  out = boost::json::serialize(p.handler().st.release());
+  const boost::json::value v = boost::json::parse(boost::json::string_view(text.data(), used), ec, &arena, options);
+  if (ec) return false;
+  out = boost::json::serialize(v);
   return true;
 }
 

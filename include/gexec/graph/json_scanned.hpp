@@ -28,20 +28,6 @@
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
 
-/// "byte N (line L)" for `offset` in `text`.
-inline std::string json_position(std::string_view text, std::size_t offset) {
-  offset = std::min(offset, text.size());
-  const auto line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
-  return "byte " + std::to_string(offset) + " (line " + std::to_string(line) + ")";
-}
-
-/// Up to 24 bytes of `text` from `offset`, printable, for messages.
-inline std::string json_near(std::string_view text, std::size_t offset) {
-  if (offset >= text.size()) return "the end of the text";
-  const std::string_view s = text.substr(offset, 24);
-  return "\"" + printable(s) + (offset + s.size() < text.size() ? "...\"" : "\"");
-}
-
 /// Reads and checks graph JSON with the scanner alone. Throws gexec::error:
 /// errc::invalid_json, naming the byte, line and fault, for text that is not JSON as
 /// the document reader's parser reads it; errc::invalid_graph for a repeated key and for

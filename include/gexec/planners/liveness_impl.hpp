@@ -8,12 +8,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <numeric>
-#include <set>
 #include <utility>
 #include <vector>
 
 GEXEC_NAMESPACE_BEGIN
+namespace detail {
+/// 0, 1, ..., m - 1: the values in their node order, to be sorted.
+inline std::vector<std::uint32_t> node_order(std::uint32_t m) {
+  std::vector<std::uint32_t> order(m);
+  for (std::uint32_t k = 0; k < m; ++k) order[k] = k;
+  return order;
+}
+}  // namespace detail
 
 GEXEC_DECL storage_assignment liveness::plan(const storage_problem& p) const {
   storage_assignment a;
@@ -68,8 +74,7 @@ GEXEC_DECL void liveness::place(const storage_problem& p, storage_assignment& a,
   if (m == 0) return;
 
   // By first use; the pairs live at one time are, for each value, the later ones that begin before it ends.
-  std::vector<std::uint32_t> by_first(m);
-  std::iota(by_first.begin(), by_first.end(), 0u);
+  std::vector<std::uint32_t> by_first = detail::node_order(m);
   std::stable_sort(by_first.begin(), by_first.end(), [&](std::uint32_t x, std::uint32_t y) {
     return v.first[x] < v.first[y] || (v.first[x] == v.first[y] && v.size[x] > v.size[y]);
   });
@@ -82,12 +87,12 @@ GEXEC_DECL void liveness::place(const storage_problem& p, storage_assignment& a,
   layout best = sweep(v, by_first);
   if (pairs <= pairs_per_value * m + pairs_allowance) {
     const neighbours nb = overlapping(v, by_first, firsts);
-    std::vector<std::uint32_t> order(m);
+    std::vector<std::uint32_t> order;
     auto keep = [&](layout&& l) {
       if (l.top < best.top) best = std::move(l);
     };
     auto try_order = [&](auto longer) {  // stable: ties in the order of the values (their node order)
-      std::iota(order.begin(), order.end(), 0u);
+      order = detail::node_order(m);
       std::stable_sort(order.begin(), order.end(), longer);
       keep(greedy(v, nb, order));
     };
@@ -151,11 +156,11 @@ GEXEC_DECL liveness::layout liveness::sweep(const arena_values& v, const std::ve
   const auto m = static_cast<std::uint32_t>(v.id.size());
   layout l;
   l.offset.assign(m, 0);
-  std::vector<std::uint32_t> by_last(m);
-  std::iota(by_last.begin(), by_last.end(), 0u);
+  std::vector<std::uint32_t> by_last = detail::node_order(m);
   std::sort(by_last.begin(), by_last.end(), [&](std::uint32_t x, std::uint32_t y) { return v.last[x] < v.last[y]; });
   std::map<std::uint64_t, std::uint64_t> live;          // begin -> end of each live value, disjoint
-  std::set<std::pair<std::uint64_t, std::uint64_t>> gaps;  // (length, begin) of the free gaps below the top live value
+  // The free gaps below the top live value: (length, begin) -> end, best fit first.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> gaps;
   auto release = [&](std::uint64_t begin) {
     auto it = live.find(begin);
     const std::uint64_t below = it == live.begin() ? 0 : std::prev(it)->second;
@@ -164,7 +169,7 @@ GEXEC_DECL liveness::layout liveness::sweep(const arena_values& v, const std::ve
     if (begin > below) gaps.erase({begin - below, below});
     if (it == live.end()) return;  // it was the top one: the gap below it is no gap any more
     if (it->first > end) gaps.erase({it->first - end, end});
-    gaps.emplace(it->first - below, below);
+    gaps.emplace(std::pair{it->first - below, below}, it->first);
   };
   std::uint32_t dead = 0;
   for (std::uint32_t x : by_first) {
@@ -172,9 +177,10 @@ GEXEC_DECL liveness::layout liveness::sweep(const arena_values& v, const std::ve
     const std::uint64_t size = v.size[x];
     std::uint64_t at = live.empty() ? 0 : live.rbegin()->second;
     if (auto g = gaps.lower_bound({size, 0}); g != gaps.end()) {
-      const auto [length, begin] = *g;
+      const auto [length, begin] = g->first;
+      const std::uint64_t gap_end = g->second;
       gaps.erase(g);
-      if (length > size) gaps.emplace(length - size, begin + size);
+      if (length > size) gaps.emplace(std::pair{length - size, begin + size}, gap_end);
       at = begin;
     }
     live.emplace(at, at + size);

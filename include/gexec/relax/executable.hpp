@@ -35,7 +35,7 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -374,7 +374,7 @@ inline vm_executable parse_vm_executable(std::span<const std::byte> bytes, const
 
     in.set_context("function table");
     const auto n_functions = in.read_count("functions", 4 + 5 * 8 + 8);
-    std::unordered_set<std::string_view> names;
+    std::unordered_map<std::string_view, std::size_t> names;  // function name -> its index
     ex.functions.resize(static_cast<std::size_t>(n_functions));
     for (std::size_t i = 0; i < ex.functions.size(); ++i) {
       vm_function& f = ex.functions[i];
@@ -389,8 +389,12 @@ inline vm_executable parse_vm_executable(std::span<const std::byte> bytes, const
       f.register_file_size = in.read<std::int64_t>("register_file_size");
       f.param_names = detail::read_strings(in, "param_names");
     }
-    for (const vm_function& f : ex.functions)
-      if (!names.insert(f.name).second) in.fail("function \"" + gexec::detail::printable(f.name) + "\" twice");
+    for (std::size_t i = 0; i < ex.functions.size(); ++i) {
+      const auto [first, fresh] = names.emplace(ex.functions[i].name, i);
+      if (!fresh)
+        in.fail("function \"" + gexec::detail::printable(ex.functions[i].name) + "\" twice (functions " + std::to_string(first->second) + " and " +
+                std::to_string(i) + ")");
+    }
 
     if (ex.magic == vm_magic_with_scopes) {
       in.set_context("memory scopes");
