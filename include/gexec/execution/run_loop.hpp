@@ -12,6 +12,7 @@
 
 #include "../detail/last_error.hpp"
 #include "../error.hpp"
+#include "../executor/instance_plan.hpp"
 #include "../executor/messages.hpp"
 #include "../runtime/run_context.hpp"
 #include "../tvm_abi.hpp"
@@ -48,6 +49,7 @@ template <class Instance, class Model, class Observer>
   constexpr bool observed = !std::is_same_v<Observer, no_observer>;
   // The step running, for a C++ exception a kernel or backend lets out of the C ABI.
   const call_step* call = nullptr;
+  const ffi_step* ffi = nullptr;
   const copy_step* copy = nullptr;
   int* const codes = const_cast<int*>(m.plan.codes.data());  // packed calls take int*; kernels only read it
   try {
@@ -59,6 +61,7 @@ template <class Instance, class Model, class Observer>
         switch_device(s, m, context, r->device);
       if (r->kind == step_kind::call) {
         copy = nullptr;
+        ffi = nullptr;
         for (const call_step *c = s.plan.calls.data() + lo, *last = s.plan.calls.data() + hi; c != last; ++c) {
           [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(c - s.plan.calls.data() - r->begin), c->node_id};
           if constexpr (observed) observer.before(event);
@@ -72,22 +75,28 @@ template <class Instance, class Model, class Observer>
         }
       } else if (r->kind == step_kind::ffi_call) {
         // TVM-FFI kernels, called directly with the arguments the instance keeps as
-        // TVMFFIAny (instance_plan::ffi_values; resource_handle is the kernel).
+        // TVMFFIAny (instance_plan::ffi_values), from their ffi_steps alone (a chain
+        // longer than the caches hold streams 16 bytes a call beside its arguments);
+        // the call_step only names the node where one fails.
         copy = nullptr;
-        for (const call_step *c = s.plan.calls.data() + lo, *last = s.plan.calls.data() + hi; c != last; ++c) {
-          [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(c - s.plan.calls.data() - r->begin), c->node_id};
+        call = nullptr;
+        const ffi_step* const steps = s.plan.ffi_calls.data();
+        const TVMFFIAny* const args = s.plan.ffi_values.data();
+        for (const ffi_step *f = steps + lo, *last = steps + hi; f != last; ++f) {
+          [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(f - steps - r->begin),
+                                                  observed ? s.plan.calls[static_cast<std::size_t>(f - steps)].node_id : 0};
           if constexpr (observed) observer.before(event);
           TVMFFIAny result;
           result.type_index = ffi_none;
           error_set = false;
-          call = c;
-          if (reinterpret_cast<tvm_ffi_safe_call>(c->resource_handle)(nullptr, reinterpret_cast<const TVMFFIAny*>(c->values), c->num_args,
-                                                                      &result) != 0) [[unlikely]]
-            kernel_failed(m.compact(), c->node_id);
+          ffi = f;
+          if (f->kernel(nullptr, args + f->first_arg, f->num_args, &result) != 0) [[unlikely]]
+            kernel_failed(m.compact(), s.plan.calls[static_cast<std::size_t>(f - steps)].node_id);
           if constexpr (observed) observer.after(event);
         }
       } else {
         call = nullptr;
+        ffi = nullptr;
         for (const copy_step *c = s.plan.copies.data() + lo, *last = s.plan.copies.data() + hi; c != last; ++c) {
           [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(c - s.plan.copies.data() - r->begin), c->node_id};
           if constexpr (observed) observer.before(event);
@@ -100,8 +109,9 @@ template <class Instance, class Model, class Observer>
   } catch (const error&) {
     throw;
   } catch (...) {
-    if (!call && !copy) throw;
-    kernel_threw(m.compact(), call ? call->node_id : copy->node_id, std::current_exception());
+    if (!call && !ffi && !copy) throw;
+    const std::uint32_t node = call ? call->node_id : ffi ? s.plan.calls[static_cast<std::size_t>(ffi - s.plan.ffi_calls.data())].node_id : copy->node_id;
+    kernel_threw(m.compact(), node, std::current_exception());
   }
 }
 

@@ -18,6 +18,16 @@
 #include "../tvm_ffi/call.hpp"
 
 GEXEC_NAMESPACE_BEGIN
+namespace detail {
+/// A TVM-FFI kernel call as run() makes it: 16 bytes beside its arguments' 16 each
+/// (instance_plan::ffi_values), so that a long chain of calls streams no more memory a
+/// node than a packed C one (a call_step, 32 bytes, and TVMValues of 8).
+struct ffi_step {
+  tvm_ffi_safe_call kernel;
+  std::uint32_t first_arg;  ///< its arguments: ffi_values[first_arg, first_arg + num_args)
+  std::int32_t num_args;
+};
+}  // namespace detail
 
 /// One executor's concrete copy of the plan: what run() walks.
 struct instance_plan {
@@ -33,6 +43,9 @@ struct instance_plan {
   /// empty when no kernel of the plan is a TVM-FFI one.
   std::vector<TVMFFIAny> ffi_values;
   std::vector<detail::call_step> calls;
+  /// Per call, indexed like `calls`: what run() reads for a TVM-FFI kernel's call (its
+  /// call_step only for an observer's event or a failure); empty when `ffi_values` is.
+  std::vector<detail::ffi_step> ffi_calls;
   std::vector<detail::copy_step> copies;
   /// Changes whenever a pointer handed to kernels changes (bind_alias_group),
   /// so that what captured those pointers (a CUDA Graph) knows to capture again.
@@ -62,13 +75,16 @@ struct instance_plan {
       }
     }
     calls.reserve(p.calls.size());
+    if (!ffi_values.empty()) ffi_calls.resize(p.calls.size(), detail::ffi_step{nullptr, 0, 0});
     for (const call_template& c : p.calls) {
       const packed_function& k = p.kernels[c.kernel];
-      if (is_ffi(k))
+      if (is_ffi(k)) {
+        ffi_calls[calls.size()] = {reinterpret_cast<tvm_ffi_safe_call>(k.resource_handle), c.first_arg, static_cast<std::int32_t>(c.num_args)};
         calls.push_back({&detail::call_tvm_ffi_prebuilt, k.resource_handle, reinterpret_cast<TVMValue*>(ffi_values.data() + c.first_arg),
                          static_cast<int>(c.num_args), c.node_id});
-      else
+      } else {
         calls.push_back({k.fn, k.resource_handle, values.data() + c.first_arg, static_cast<int>(c.num_args), c.node_id});
+      }
     }
     copies.reserve(p.copies.size());
     for (const copy_template& c : p.copies)
