@@ -19,11 +19,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <mutex>
 
+#include "../detail/futex.hpp"
 #include "policy.hpp"
 
 GEXEC_NAMESPACE_BEGIN
@@ -74,7 +74,7 @@ struct parallel_branches {
             if (failure || head == tail) return leave(lock);
           } else {
             waiting = true;
-            cv.wait(lock, [&] { return head < tail || done == n || failure; });
+            wait(lock, [&] { return head < tail || done == n || failure; });
             waiting = false;
             if (failure || (head == tail && done == n)) return;
           }
@@ -85,7 +85,7 @@ struct parallel_branches {
         } catch (...) {
           std::unique_lock lock(mu);
           if (!failure) failure = std::current_exception();
-          cv.notify_all();
+          notify();
           if (helper) leave(lock);
           return;
         }
@@ -112,7 +112,7 @@ struct parallel_branches {
           queued = true;
         }
         if (queued) recruit(lock, waiting ? 1 : 0);
-        if (finished || queued) cv.notify_all();  // the run's thread may wait for either
+        if (finished || queued) notify();  // the run's thread may wait for either
         if (hand_over) return leave(lock);
       }
     }
@@ -120,7 +120,7 @@ struct parallel_branches {
     // The run's thread, its own work done: waits for the helpers, then reports.
     void finish() {
       std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return helpers == 0; });
+      wait(lock, [&] { return helpers == 0; });
       if (failure) std::rethrow_exception(failure);
     }
 
@@ -155,10 +155,27 @@ struct parallel_branches {
       }
     }
 
+    // Only the run's thread waits (for a step, the last step, a failure, the helpers to
+    // leave): until `ready` holds, it sleeps on `changes`, which every change bumps
+    // under the lock, so that one made after it looked wakes it.
+    template <class Ready>
+    void wait(std::unique_lock<std::mutex>& lock, Ready ready) {
+      while (!ready()) {
+        const std::uint32_t seen = changes.load(std::memory_order_relaxed);
+        lock.unlock();
+        detail::futex_wait(changes, seen);
+        lock.lock();
+      }
+    }
+    void notify() noexcept {  // under the lock
+      changes.fetch_add(1, std::memory_order_relaxed);
+      detail::futex_wake(changes, false);
+    }
+
     // A helper's last touch of the run: the run's thread may return once it is out.
     void leave(std::unique_lock<std::mutex>&) {
       --helpers;
-      cv.notify_all();  // under the lock: the run's thread cannot end the run (and its cv) first
+      notify();  // under the lock: the run's thread cannot end the run (and its `changes`) first
     }
 
     P& steps;
@@ -168,7 +185,7 @@ struct parallel_branches {
     std::span<std::atomic<std::uint32_t>> pending;  // per step: dependencies not yet done
     std::span<std::uint32_t> queue;                 // ready steps, each pushed once
     std::mutex mu;
-    std::condition_variable cv;
+    std::atomic<std::uint32_t> changes{0};  // bumped under `mu` at each change the run's thread may wait for
     std::uint32_t head = 0, tail = 0, done = 0;
     int helpers = 0;       // posted and not yet left
     bool waiting = false;  // the run's thread waits for a step

@@ -8,7 +8,8 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
-#include <thread>
+
+#include <sched.h>
 
 #include "../detail/clock.hpp"
 #include "../error.hpp"
@@ -16,12 +17,20 @@
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
 
+/// This thread's identity while it lives: the address of a thread-local object (a later
+/// thread may get the address of one that ended, as it may get its std::thread::id).
+/// No <thread>, whose C++20 <stop_token> and <semaphore> every program would preprocess.
+inline const void* this_thread_tag() noexcept {
+  static thread_local const char tag = 0;
+  return &tag;
+}
+
 /// An executor's occupancy: whether a thread is inside, and run_in_turn's line.
 struct occupancy {
   std::atomic<bool> busy{false};
   /// The thread inside while busy (cleared before busy is), so that a thread calling
   /// back into the executor it is inside is told so instead of waiting for itself.
-  std::atomic<std::thread::id> owner{};
+  std::atomic<const void*> owner{nullptr};  ///< this_thread_tag() of the thread inside
   std::atomic<std::uint32_t> next{0}, now{0};  ///< tickets given, ticket served
 };
 
@@ -36,7 +45,7 @@ struct occupancy {
 class in_turn {
  public:
   explicit in_turn(occupancy& o, const char* what = "run_in_turn") : o_(o) {
-    if (o_.busy.load(std::memory_order_acquire) && o_.owner.load(std::memory_order_relaxed) == std::this_thread::get_id())
+    if (o_.busy.load(std::memory_order_acquire) && o_.owner.load(std::memory_order_relaxed) == this_thread_tag())
       refuse_reentry(what);
     const std::uint32_t ticket = o_.next.fetch_add(1, std::memory_order_relaxed);
     for (std::uint32_t now = o_.now.load(std::memory_order_acquire); now != ticket; now = o_.now.load(std::memory_order_acquire))
@@ -44,10 +53,10 @@ class in_turn {
     // First in line, this thread takes the executor; a call that does not wait may still
     // be inside (the line is for run_in_turn callers), so wait for it too.
     for (unsigned tries = 0; o_.busy.exchange(true, std::memory_order_acquire); ++tries) {
-      if (tries < 64) std::this_thread::yield();
+      if (tries < 64) ::sched_yield();
       else detail::sleep_ns(50'000);  // 50 us
     }
-    o_.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    o_.owner.store(this_thread_tag(), std::memory_order_relaxed);
   }
   ~in_turn() {
     o_.now.fetch_add(1, std::memory_order_release);
@@ -69,14 +78,14 @@ class busy_guard {
   busy_guard(occupancy& o, taken_t) noexcept : o_(o) {}
   busy_guard(occupancy& o, const char* what) : o_(o) {
     if (o_.busy.exchange(true, std::memory_order_acquire)) {
-      if (o_.owner.load(std::memory_order_relaxed) == std::this_thread::get_id()) refuse_reentry(what);
+      if (o_.owner.load(std::memory_order_relaxed) == this_thread_tag()) refuse_reentry(what);
       throw error(errc::busy, std::string(what) + ": the executor is in use by another thread; an executor serves one "
                                                   "thread at a time (make one per thread with model::instantiate)");
     }
-    o_.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    o_.owner.store(this_thread_tag(), std::memory_order_relaxed);
   }
   ~busy_guard() {
-    o_.owner.store(std::thread::id{}, std::memory_order_relaxed);
+    o_.owner.store(nullptr, std::memory_order_relaxed);
     o_.busy.store(false, std::memory_order_release);
   }
   busy_guard(const busy_guard&) = delete;

@@ -26,19 +26,17 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <type_traits>
 
 #include <pthread.h>
+#include <unistd.h>
 #if defined(__linux__)
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #endif
 
 #include "../detail/clock.hpp"
+#include "../detail/futex.hpp"
 #include "../detail/last_error.hpp"
 #include "../detail/workspace.hpp"
 #include "../error.hpp"
@@ -54,25 +52,6 @@ inline void cpu_relax() noexcept {
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
   asm volatile("yield" ::: "memory");
-#endif
-}
-
-// Raw futexes on Linux: libstdc++'s atomic::wait spins and calls sched_yield before it
-// sleeps, which is what a thread sharing its core with the one it waits for must not do.
-inline void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t old) noexcept {
-#if defined(__linux__)
-  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, old, nullptr, nullptr, 0);
-#else
-  word.wait(old, std::memory_order_acquire);
-#endif
-}
-
-inline void futex_wake(std::atomic<std::uint32_t>& word, bool all) noexcept {
-#if defined(__linux__)
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, all ? INT_MAX : 1, nullptr, nullptr, 0);
-#else
-  all ? word.notify_all() : word.notify_one();
 #endif
 }
 
@@ -159,7 +138,7 @@ inline int available_cores() noexcept {
     if (!ok && !too_small) break;
   }
 #endif
-  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  if (n <= 0) n = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   const int cap = cgroup_cpu_cap();
   if (cap > 0 && cap < n) n = cap;
   return n < 1 ? 1 : n;
@@ -227,18 +206,18 @@ class thread_pool {
 
   ~thread_pool() {
     worker_set* ws = set_.load(std::memory_order_acquire);
-    // Workers started before a fork do not exist in the child: their objects are leaked,
-    // as destroying a joinable std::thread would terminate.
+    // Workers started before a fork do not exist in the child: their objects are leaked
+    // (there is no thread to join).
     if (ws == nullptr || ws->generation != fork_generation().load(std::memory_order_relaxed)) return;
     slot* const slots = ws->slots.get();
-    std::thread* const threads = ws->threads.get();
+    worker_thread* const threads = ws->threads.get();
     for (int i = 0; i < ws->count; ++i) {
       slots[i].state.store(kStop, std::memory_order_seq_cst);
       slots[i].wake.fetch_add(2, std::memory_order_seq_cst);
       futex_wake(slots[i].wake, true);
     }
     for (int i = 0; i < ws->count; ++i)
-      if (threads[i].joinable()) threads[i].join();
+      if (threads[i].started) ::pthread_join(threads[i].id, nullptr);
     delete ws;
   }
   thread_pool(const thread_pool&) = delete;
@@ -382,16 +361,30 @@ class thread_pool {
   };
   static_assert(sizeof(slot) == 64);
 
+  /// A worker: a POSIX thread running work() on its slot (no std::thread: <thread>
+  /// brings C++20's <stop_token> and <semaphore> into every program that includes gexec).
+  struct worker_thread {
+    pthread_t id{};
+    thread_pool* pool = nullptr;
+    slot* work_slot = nullptr;
+    bool started = false;
+    static void* entry(void* self) noexcept {
+      auto& t = *static_cast<worker_thread*>(self);
+      t.pool->work(*t.work_slot);
+      return nullptr;
+    }
+  };
+
   struct worker_set {
     worker_set(int n, unsigned gen)
         : count(n),
           generation(gen),
           slots(new slot[static_cast<std::size_t>(n)]),
-          threads(new std::thread[static_cast<std::size_t>(n)]) {}
+          threads(new worker_thread[static_cast<std::size_t>(n)]) {}
     int count;
     unsigned generation;
     std::unique_ptr<slot[]> slots;
-    std::unique_ptr<std::thread[]> threads;
+    std::unique_ptr<worker_thread[]> threads;
   };
 
  public:
@@ -649,11 +642,11 @@ class thread_pool {
     worker_set* ws = fresh.release();  // `old`, from before a fork, is leaked on purpose
     for (int i = 0; i < ws->count; ++i) {
       slot& s = ws->slots.get()[i];
-      try {
-        ws->threads.get()[i] = std::thread([this, &s] { work(s); });
-        s.state.store(kIdle, std::memory_order_release);
-      } catch (...) {  // no thread: the slot stays off
-      }
+      worker_thread& t = ws->threads.get()[i];
+      t.pool = this;
+      t.work_slot = &s;
+      t.started = ::pthread_create(&t.id, nullptr, &worker_thread::entry, &t) == 0;
+      if (t.started) s.state.store(kIdle, std::memory_order_release);  // else no thread: the slot stays off
     }
     return ws;
   }
