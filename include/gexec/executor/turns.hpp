@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include <pthread.h>
 #include <sched.h>
 
 #include "../detail/clock.hpp"
@@ -17,20 +18,18 @@
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
 
-/// This thread's identity while it lives: the address of a thread-local object (a later
-/// thread may get the address of one that ended, as it may get its std::thread::id).
-/// No <thread>, whose C++20 <stop_token> and <semaphore> every program would preprocess.
-inline const void* this_thread_tag() noexcept {
-  static thread_local const char tag = 0;
-  return &tag;
-}
+/// Whether `t` is this thread: pthread_self(), a read of the thread's own register where
+/// a thread_local would cost a call in a shared library, and no <thread>, whose C++20
+/// <stop_token> and <semaphore> every program would preprocess. A default pthread_t is
+/// no thread's (glibc and musl: the thread's control block address; elsewhere a pointer).
+inline bool is_this_thread(pthread_t t) noexcept { return t != pthread_t{} && ::pthread_equal(t, ::pthread_self()) != 0; }
 
 /// An executor's occupancy: whether a thread is inside, and run_in_turn's line.
 struct occupancy {
   std::atomic<bool> busy{false};
   /// The thread inside while busy (cleared before busy is), so that a thread calling
   /// back into the executor it is inside is told so instead of waiting for itself.
-  std::atomic<const void*> owner{nullptr};  ///< this_thread_tag() of the thread inside
+  std::atomic<pthread_t> owner{};  ///< pthread_self() of the thread inside, or pthread_t{}
   std::atomic<std::uint32_t> next{0}, now{0};  ///< tickets given, ticket served
 };
 
@@ -45,7 +44,7 @@ struct occupancy {
 class in_turn {
  public:
   explicit in_turn(occupancy& o, const char* what = "run_in_turn") : o_(o) {
-    if (o_.busy.load(std::memory_order_acquire) && o_.owner.load(std::memory_order_relaxed) == this_thread_tag())
+    if (o_.busy.load(std::memory_order_acquire) && is_this_thread(o_.owner.load(std::memory_order_relaxed)))
       refuse_reentry(what);
     const std::uint32_t ticket = o_.next.fetch_add(1, std::memory_order_relaxed);
     for (std::uint32_t now = o_.now.load(std::memory_order_acquire); now != ticket; now = o_.now.load(std::memory_order_acquire))
@@ -56,7 +55,7 @@ class in_turn {
       if (tries < 64) ::sched_yield();
       else detail::sleep_ns(50'000);  // 50 us
     }
-    o_.owner.store(this_thread_tag(), std::memory_order_relaxed);
+    o_.owner.store(::pthread_self(), std::memory_order_relaxed);
   }
   ~in_turn() {
     o_.now.fetch_add(1, std::memory_order_release);
@@ -78,14 +77,14 @@ class busy_guard {
   busy_guard(occupancy& o, taken_t) noexcept : o_(o) {}
   busy_guard(occupancy& o, const char* what) : o_(o) {
     if (o_.busy.exchange(true, std::memory_order_acquire)) {
-      if (o_.owner.load(std::memory_order_relaxed) == this_thread_tag()) refuse_reentry(what);
+      if (is_this_thread(o_.owner.load(std::memory_order_relaxed))) refuse_reentry(what);
       throw error(errc::busy, std::string(what) + ": the executor is in use by another thread; an executor serves one "
                                                   "thread at a time (make one per thread with model::instantiate)");
     }
-    o_.owner.store(this_thread_tag(), std::memory_order_relaxed);
+    o_.owner.store(::pthread_self(), std::memory_order_relaxed);
   }
   ~busy_guard() {
-    o_.owner.store(nullptr, std::memory_order_relaxed);
+    o_.owner.store(pthread_t{}, std::memory_order_relaxed);
     o_.busy.store(false, std::memory_order_release);
   }
   busy_guard(const busy_guard&) = delete;

@@ -470,6 +470,7 @@ class virtual_machine {
     /// call, where an entry is not on the host, and for good once the executor is handed
     /// out (graph_executor()).
     std::vector<void*> direct;
+    std::vector<std::size_t> direct_bytes;  ///< each direct entry's size (the shapes are static and checked)
     bool exposed = false;
     std::vector<int> flat;  ///< the outputs in the order run() returns them (the result tree's leaves, depth first)
   };
@@ -479,7 +480,7 @@ class virtual_machine {
     if (!g) return nullptr;
     std::unique_ptr<graph_runner>& r = runners_[fi];
     if (!r) {
-      r = std::make_unique<graph_runner>(graph_runner{*g, g->model.instantiate(), {}, {}, true, {}, false, {}});
+      r = std::make_unique<graph_runner>(graph_runner{*g, g->model.instantiate(), {}, {}, true, {}, {}, false, {}});
       for (std::size_t i = 0; i < g->function.inputs.size(); ++i) {
         r->input_index.push_back(r->executor.get_input_index(g->function.inputs[i]));
         r->plain_dtypes = r->plain_dtypes && same_dtype(from_vm_dtype(g->function.input_dtypes[i]), g->function.input_dtypes[i]);
@@ -492,9 +493,19 @@ class virtual_machine {
     return r.get();
   }
 
+  /// a == b, for the few items of a shape or a function's name: a loop, where
+  /// std::equal calls memcmp.
+  template <class T>
+  static bool same_items(std::span<const T> a, std::span<const T> b) noexcept {
+    if (a.size() != b.size()) return false;
+    for (std::size_t k = 0; k < a.size(); ++k)
+      if (a[k] != b[k]) return false;
+    return true;
+  }
+
   /// The index of function `name`, the last one asked for remembered.
   std::size_t lookup(std::string_view name) {
-    if (last_index_ != no_index && name == last_name_) return last_index_;
+    if (last_index_ != no_index && same_items<char>(name, last_name_)) return last_index_;
     last_index_ = exe_.index_of(name);
     last_name_ = name;
     return last_index_;
@@ -502,6 +513,12 @@ class virtual_machine {
 
   /// Argument `i`'s tensor, checked as TVM's checks would.
   static void check_argument(const vm_function& f, const graph_program& g, std::size_t i, const ndarray& t) {
+    if (t.defined() && same_dtype(t.dtype(), g.function.input_dtypes[i]) && same_items<std::int64_t>(g.function.input_shapes[i], t.shape())) [[likely]]
+      return;
+    refuse_argument(f, g, i, t);
+  }
+  /// check_argument's refusal, out of the call's way.
+  [[gnu::noinline, gnu::cold]] static void refuse_argument(const vm_function& f, const graph_program& g, std::size_t i, const ndarray& t) {
     auto at = [&] { return "function \"" + f.name + "\", argument " + std::to_string(i) + " (\"" + g.function.inputs[i] + "\")"; };
     if (!t.defined()) throw error(errc::invalid_argument, at() + ": expect a Tensor but get an empty ndarray");
     const DLDataType want = g.function.input_dtypes[i];
@@ -513,23 +530,26 @@ class virtual_machine {
                                             gexec::detail::shape_to_string(t.shape()));
   }
 
+  [[gnu::noinline, gnu::cold]] static void refuse_count(const vm_function& f, const graph_program& g, std::size_t given) {
+    std::string names;
+    for (const std::string& n : g.function.inputs) names += (names.empty() ? "" : ", ") + n;
+    throw error(errc::invalid_argument, "function \"" + f.name + "\" takes " + std::to_string(g.function.inputs.size()) + " arguments (" + names +
+                                            "), got " + std::to_string(given) +
+                                            (g.function.inputs.size() < f.param_names.size() ? " (the others are weights bound when it was loaded)" : ""));
+  }
+
   /// Runs a graph function over `inputs` (already in the executable's dtypes) and
   /// copies its outputs into r.outputs, reusing each tensor nobody else holds.
   void run_runner(const vm_function& f, graph_runner& r, std::span<const ndarray> inputs) {
     const graph_program& g = r.program;
-    if (inputs.size() != g.function.inputs.size()) {
-      std::string names;
-      for (const std::string& n : g.function.inputs) names += (names.empty() ? "" : ", ") + n;
-      throw error(errc::invalid_argument, "function \"" + f.name + "\" takes " + std::to_string(g.function.inputs.size()) + " arguments (" + names +
-                                              "), got " + std::to_string(inputs.size()) +
-                                              (g.function.inputs.size() < f.param_names.size() ? " (the others are weights bound when it was loaded)" : ""));
-    }
+    if (inputs.size() != g.function.inputs.size()) [[unlikely]]
+      refuse_count(f, g, inputs.size());
     const bool direct = !r.direct.empty();
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const ndarray& t = inputs[i];
       check_argument(f, g, i, t);
       if (direct && t.device().device_type == kDLCPU && t.is_contiguous())
-        std::memcpy(r.direct[i], t.data(), static_cast<std::size_t>(t.byte_size()));
+        std::memcpy(r.direct[i], t.data(), r.direct_bytes[i]);
       else
         r.executor.set_input(r.input_index[i], t);
     }
@@ -541,7 +561,7 @@ class virtual_machine {
         o = ndarray::empty(info.shape, info.dtype);
       }
       if (direct)
-        std::memcpy(o.data(), r.direct[inputs.size() + k], static_cast<std::size_t>(o.byte_size()));
+        std::memcpy(o.data(), r.direct[inputs.size() + k], r.direct_bytes[inputs.size() + k]);
       else
         r.executor.copy_output_to(static_cast<int>(k), o);
     }
@@ -552,17 +572,19 @@ class virtual_machine {
   /// every one is in host memory the executor owns.
   static void remember_direct(graph_runner& r) {
     std::vector<void*> at;
-    for (int index : r.input_index) {
-      const ndarray v = r.executor.get_input(index);
-      if (v.device().device_type != kDLCPU) return;
+    std::vector<std::size_t> bytes;
+    auto add = [&](const ndarray& v) {
+      if (v.device().device_type != kDLCPU) return false;
       at.push_back(v.data());
-    }
-    for (std::size_t k = 0; k < r.outputs.size(); ++k) {
-      const ndarray v = r.executor.get_output(static_cast<int>(k));
-      if (v.device().device_type != kDLCPU) return;
-      at.push_back(v.data());
-    }
+      bytes.push_back(static_cast<std::size_t>(v.byte_size()));
+      return true;
+    };
+    for (int index : r.input_index)
+      if (!add(r.executor.get_input(index))) return;
+    for (std::size_t k = 0; k < r.outputs.size(); ++k)
+      if (!add(r.executor.get_output(static_cast<int>(k)))) return;
     r.direct = std::move(at);
+    r.direct_bytes = std::move(bytes);
   }
 
   static void leaves(const output_tree& t, std::vector<int>& out) {
