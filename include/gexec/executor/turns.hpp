@@ -76,11 +76,8 @@ class busy_guard {
   /// For an executor this thread has taken already (in_turn).
   busy_guard(occupancy& o, taken_t) noexcept : o_(o) {}
   busy_guard(occupancy& o, const char* what) : o_(o) {
-    if (o_.busy.exchange(true, std::memory_order_acquire)) {
-      if (is_this_thread(o_.owner.load(std::memory_order_relaxed))) refuse_reentry(what);
-      throw error(errc::busy, std::string(what) + ": the executor is in use by another thread; an executor serves one "
-                                                  "thread at a time (make one per thread with model::instantiate)");
-    }
+    if (o_.busy.exchange(true, std::memory_order_acquire)) [[unlikely]]
+      refuse(o_, what);
     o_.owner.store(::pthread_self(), std::memory_order_relaxed);
   }
   ~busy_guard() {
@@ -91,6 +88,13 @@ class busy_guard {
   busy_guard& operator=(const busy_guard&) = delete;
 
  private:
+  /// The refusal, out of every run()'s way.
+  [[noreturn, gnu::cold, gnu::noinline]] static void refuse(const occupancy& o, const char* what) {
+    if (is_this_thread(o.owner.load(std::memory_order_relaxed))) refuse_reentry(what);
+    throw error(errc::busy, std::string(what) + ": the executor is in use by another thread; an executor serves one "
+                                                "thread at a time (make one per thread with model::instantiate)");
+  }
+
   occupancy& o_;
 };
 
