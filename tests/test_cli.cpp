@@ -15,12 +15,15 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include <dlfcn.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -42,9 +45,10 @@ struct result {
   std::string out;
 };
 
-/// Runs gexec-run with `args` (shell words), stdout and stderr together.
-result run_cli(const std::string& args) {
-  const std::string cmd = std::string(GEXEC_RUN) + args + " 2>&1";
+/// Runs gexec-run with `args` (shell words), stdout and stderr together; `env`: variable
+/// assignments before the command.
+result run_cli(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + std::string(GEXEC_RUN) + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   std::string out;
@@ -594,6 +598,91 @@ TEST_CASE("--convert-params: TVM's blob to .safetensors and back bit for bit; --
   const result bad = run_cli(" --convert-params " + (dir / "bad.safetensors").string() + " " + back);
   CHECK(bad.status == 1);
   CHECK(has(bad, "at byte 9: tensor \"w\""));
+}
+
+TEST_CASE("--write-library: kernel objects and the weights written aligned, one library that reads them in place") {
+  const fs::path dir = scratch("write_library");
+  const std::string objects = GEXEC_TEST_KERNEL_OBJECTS, out = (dir / "mlp.so").string();
+  const std::string write = " --write-library " + out + " -g " + graph_file + " -p " + params_file;
+  const result a = run_cli(write + " --kernel-objects " + objects);
+  REQUIRE(a.status == 0);
+  CHECK(has(a, "the graph and 2 parameters (224 bytes); loaded back: 2 read where they lie in the library, 0 copied"));
+  // Its weights are the library's own pages: each lies inside the mapped library, 64-byte
+  // aligned, and holds the parameter file's bytes.
+  {
+    const gexec::model m = gexec::model::load(out);
+    CHECK(m.weights().copied == 0);
+    for (const auto& [name, value] : gexec::load_param_dict_file(params_file)) {
+      CAPTURE(name);
+      const gexec::ndarray w = m.param(name);
+      REQUIRE(w.defined());
+      Dl_info info{};
+      REQUIRE(::dladdr(w.data(), &info) != 0);
+      CHECK(fs::equivalent(info.dli_fname, out));
+      CHECK(w.is_aligned(64));
+      CHECK(std::memcmp(w.data(), value.data(), value.byte_size()) == 0);
+    }
+  }
+  const std::vector<float> x = {0.5f, -1, 2, 0.25f};
+  const result r = run_cli(" " + out + " -i x=0.5,-1,2,0.25");
+  CHECK(r.status == 0);
+  check_close(printed(r, "softmax:0"), mlp(x));
+
+  // From a .tar as export_library writes one; a devc.o in it (TVM's copy of the blob) is
+  // left out, else its symbols would clash with the library's own.
+  const fs::path pack = dir / "pack";
+  fs::create_directories(pack);
+  fs::copy_file(objects, pack / "lib0.o");
+  fs::copy_file(objects, pack / "devc.o");
+  REQUIRE(std::system(("tar -cf " + (dir / "kernels.tar").string() + " -C " + pack.string() + " lib0.o devc.o").c_str()) == 0);
+  const std::string from_tar = (dir / "from_tar.so").string();
+  const result t = run_cli(" --write-library " + from_tar + " -g " + graph_file + " -p " + params_file + " --kernel-objects " + (dir / "kernels.tar").string());
+  CHECK(t.status == 0);
+  CHECK(has(t, "the kernels of 1 object file"));
+  check_close(printed(run_cli(" " + from_tar + " -i x=0.5,-1,2,0.25"), "softmax:0"), mlp(x));
+
+  // Unpadded, as TVM writes its blob: the same library copies its weights once, and says so.
+  const result unpadded = run_cli(" --write-library " + (dir / "unpadded.so").string() + " -g " + graph_file + " -p " + params_file +
+                                  " --kernel-objects " + objects + " --align-params 0");
+  CHECK(unpadded.status == 0);
+  CHECK(has(unpadded, "0 read where they lie in the library, 2 copied"));
+
+  // Bad arguments, each a clear error and no library.
+  auto refused = [&](const std::string& args, const std::string& why) {
+    const result b = run_cli(args);
+    CHECK(b.status == 1);
+    CHECK(has(b, why));
+  };
+  const std::string bad = (dir / "bad.so").string();
+  refused(" --write-library " + bad + " -g " + graph_file + " -p " + params_file, "needs --kernel-objects");
+  refused(" --write-library " + bad + " -p " + params_file + " --kernel-objects " + objects, "needs --graph");
+  refused(" --write-library " + bad + " -g " + graph_file + " --kernel-objects " + (dir / "none.o").string(), "none.o: no such file");
+  refused(" --write-library " + bad + " -g " + graph_file + " --kernel-objects " + graph_file, "give object files (.o) or a .tar of them");
+  refused(" --write-library " + graph_file + " -g " + graph_file + " --kernel-objects " + objects, "is a file this run reads");
+  refused(single + " --write-library " + bad + " -g " + graph_file + " --kernel-objects " + objects, "not a library");
+  refused(" -g " + graph_file + " -l " + GEXEC_TEST_KERNELS + " --kernel-objects " + objects, "--kernel-objects goes with --write-library");
+  std::ofstream(dir / "empty.txt") << "nothing";
+  REQUIRE(std::system(("tar -cf " + (dir / "empty.tar").string() + " -C " + dir.string() + " empty.txt").c_str()) == 0);
+  refused(" --write-library " + bad + " -g " + graph_file + " --kernel-objects " + (dir / "empty.tar").string(), "holds no object file");
+  refused(" --write-library " + bad + " -g " + graph_file + " -p " + params_file + " --kernel-objects " + objects + " --align-params 48",
+          "48 is not a power of two");
+  // A linker that fails: named with its command line.
+  const result no_linker = run_cli(" --write-library " + bad + " -g " + graph_file + " -p " + params_file + " --kernel-objects " + objects, "CC=false ");
+  CHECK(no_linker.status == 1);
+  CHECK(has(no_linker, "--write-library: link " + bad + " failed: false -shared"));
+  CHECK_FALSE(fs::exists(bad));
+  // Kernels missing from the objects: linked, then refused when loaded back, naming the kernel.
+  std::string text;
+  {
+    std::ifstream in(graph_file);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+    text.replace(text.find("test_relu"), 9, "no_such_kernel");
+    std::ofstream(dir / "unknown_kernel.json") << text;
+  }
+  refused(" --write-library " + bad + " -g " + (dir / "unknown_kernel.json").string() + " -p " + params_file + " --kernel-objects " + objects,
+          "no_such_kernel");
+  CHECK_FALSE(fs::exists(bad));
+  CHECK_FALSE(fs::exists(bad + ".partial"));
 }
 
 TEST_CASE("inputs from one .npz or raw .bin files, outputs to one .npz named by the graph") {

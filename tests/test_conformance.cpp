@@ -464,6 +464,34 @@ TEST_CASE("single file (load_factory(model.so).create()) matches TVM") {
   });
 }
 
+#ifdef GEXEC_RUN
+TEST_CASE("a single-file library linked from TVM's kernel objects with the weights aligned (gexec-run --write-library) matches TVM, read in place") {
+  register_environment_functions();
+  const fs::path scratch = fs::path(GEXEC_CONFORMANCE_SCRATCH) / "write_library";
+  fs::remove_all(scratch);
+  fs::create_directories(scratch);
+  int linked = 0;
+  for_each_model([&](const model_case& m) {
+    if (!fs::exists(m.dir / "kernels.tar")) return;  // a set made before models came with their objects
+    guarded(m, "aligned single file", [&] {
+      const std::string at = label(m, "aligned single file");
+      const fs::path out = scratch / (m.name + ".so"), said = scratch / (m.name + ".txt");
+      const std::string cmd = std::string(GEXEC_RUN) + " --write-library " + out.string() + " --graph " + (m.dir / "graph.json").string() + " --params " +
+                              (m.dir / "params.bin").string() + " --kernel-objects " + (m.dir / "kernels.tar").string() + " > " + said.string() + " 2>&1";
+      REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, at << ": " << cmd << ": " << read_text(said));
+      // Every weight read where it lies in the library, none copied.
+      const gexec::model model = gexec::model::load(out);
+      CHECK_MESSAGE(model.weights().copied == 0, at << ": " << model.weights().copied << " weights copied (" << model.weights().why_copied << ")");
+      CHECK(model.weights().in_place == gexec::load_param_dict_file(m.dir / "params.bin").size());
+      auto ex = gexec::load_factory(out).create();
+      check_against_tvm(m, "aligned single file", ex);
+      ++linked;
+    });
+  });
+  if (linked == 0) MESSAGE("no model of the manifest comes with kernels.tar: nothing linked");
+}
+#endif
+
 int main(int argc, char** argv) {
   const fs::path dir = conformance_dir();
   if (fs::exists(dir / "SKIPPED")) {

@@ -20,6 +20,9 @@ For every model, OUT_DIR/<model>/ receives:
   lib.so        kernels only (lib.get_lib().export_library), no embedded graph
   params.bin    tvm.runtime.save_param_dict(lib.get_params())
   model.so      single-file export (graph + params in __tvm_dev_mblob)
+  kernels.tar   the kernels as export_library leaves objects (lib0.o): what
+                `gexec-run --write-library` links with the graph and its weights written
+                aligned into a single-file library whose weights are read in place
   inputs.bin    save_param_dict of the fixed inputs, keyed by input name
   outputs.bin   save_param_dict of TVM's outputs, keyed "0", "1", ...
   info.json     shapes, dtypes, timing and facts about the compiled code
@@ -672,6 +675,7 @@ def build_one(out_dir, name, factory, machine_name="x86_64", system_lib=False):
         f.write(tvm.runtime.save_param_dict(lib_params))
     kernels = lib.get_lib()
     kernels.export_library(os.path.join(mdir, "lib.so"), **export)
+    kernels.export_library(os.path.join(mdir, "kernels.tar"))
     lib.export_library(os.path.join(mdir, "model.so"), **export)
     with open(os.path.join(mdir, "inputs.bin"), "wb") as f:
         f.write(tvm.runtime.save_param_dict({k: tvm.nd.array(v) for k, v in inputs.items()}))

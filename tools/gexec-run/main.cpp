@@ -8,6 +8,7 @@
 //   gexec-run model.so --input data=@x.npy --profile --trace trace.json --dump-dir nodes/
 //   gexec-run model.so --info --dot graph.dot
 //   gexec-run --convert-params params.bin params.safetensors
+//   gexec-run --write-library model.so --graph graph.json --params params.bin --kernel-objects kernels.tar
 //   gexec-run model.so -i @inputs.npz --atol 1e-5 --make-bundle bundle/ && gexec-run --verify bundle/
 //   gexec-run --graph graph.json --lib lib.so --params params.bin --compare-dump tvmdbg/ --atol 1e-5
 //   gexec-run relax_model.so --function main -i x=@x.npy --params weights.safetensors --output out.npz
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "checks.hpp"
+#include "library.hpp"
 #include "relax.hpp"
 
 namespace {
@@ -190,6 +192,8 @@ int run(options o) {
     }
   }
   if (!o.bundle_expected.empty() && o.make_bundle.empty() && o.verify.empty()) fail("--bundle-expected goes with --make-bundle");
+  if (!o.write_library.empty()) return write_library(o);
+  if (!o.kernel_objects.empty()) fail("--kernel-objects goes with --write-library");
   if (!o.convert_params.empty()) {
     if (!o.model.empty() || !o.graph.empty() || !o.lib.empty() || !o.params.empty())
       fail("--convert-params converts a parameter file and runs nothing: give it alone");
@@ -306,8 +310,16 @@ int main(int argc, char** argv) {
                  "and exit; a TVM blob is written aligned (--align-params), so that gexec reads its weights in place")
       ->expected(2)
       ->group(model_group);
+  app.add_option("--write-library", o.write_library,
+                 "OUT.so: link --kernel-objects with --graph and --params into a single-file library as TVM's export_library does, "
+                 "every weight aligned (--align-params) so that gexec reads them where they lie in the library; calls tar and $CC (else cc), and exits")
+      ->group(model_group);
+  app.add_option("--kernel-objects", o.kernel_objects,
+                 "with --write-library: the kernels as export_library leaves objects (lib.get_lib().export_library(\"kernels.tar\")), "
+                 "or .o files")
+      ->group(model_group);
   app.add_option("--align-params", o.align_params,
-                 "with --convert-params: the alignment of each tensor's data in a TVM blob written (a power of two; default 64, what "
+                 "with --convert-params and --write-library: the alignment of each tensor's data in a TVM blob written (a power of two; default 64, what "
                  "compiled kernels assume; 0: no padding, byte for byte as TVM writes)")
       ->check(CLI::Validator(
           [](std::string& v) {

@@ -33,6 +33,8 @@ struct options {
   std::string output_dir, output_file, dump_dir, trace, dot, compare_dump;
   std::vector<std::string> convert_params;
   std::size_t align_params = 64;
+  std::string write_library;                ///< --write-library OUT.so
+  std::vector<std::string> kernel_objects;  ///< its kernels: export_library's .tar, or .o files
   std::string make_bundle, bundle_expected, verify;
   bool bundle_intact = true;                ///< --verify: every file the bundle holds has its recorded checksum
   std::vector<std::string> bundle_outputs;  ///< --verify: the output names the bundle lists (its "output" lines)
