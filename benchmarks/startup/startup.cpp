@@ -27,8 +27,10 @@
 // Then N = 1, 2, 4 processes of one model each load it, run it twice and wait; their
 // proportional set sizes (/proc/PID/smaps_rollup) summed against N times one process's.
 // Last, the same model with its params.bin written aligned (save_options{64}, what
-// `gexec-run --convert-params` writes): model::load in one call, and the processes'
-// PSS again. Goals: to first output <= the first run + 5 ms; summed PSS of 4 <= 1.3x one.
+// `gexec-run --convert-params` writes) and, where the model comes with its kernels'
+// objects (kernels.tar), its single-file library linked with the weights aligned
+// (`gexec-run --write-library`): model::load in one call, and the processes' PSS again.
+// Goals: to first output <= the first run + 5 ms; summed PSS of 4 <= 1.3x one.
 // MB = 10^6 bytes.
 
 #include <gexec/executor.hpp>
@@ -505,16 +507,30 @@ void sharing_figures(const fs::path& dir, std::vector<const char*> forms = {"spl
 }
 
 /// A folder beside `dir`'s model holding it written aligned: graph.json, lib.so and
-/// inputs.bin linked, params.bin rewritten with 64-byte aligned tensors. (A single-file
-/// library written aligned needs the kernels' objects, which TVM's export does not leave:
-/// tests/test_model.cpp checks that one reads its weights in place.)
-fs::path write_aligned(const fs::path& dir) {
+/// inputs.bin linked, params.bin rewritten with 64-byte aligned tensors, and where the
+/// model comes with its kernels' objects (kernels.tar), model.so linked from them with
+/// the weights aligned (gexec-run --write-library): what that said, or why there is no
+/// model.so.
+fs::path write_aligned(const fs::path& dir, std::string& linked, std::string& no_single) {
   std::string pattern = (fs::temp_directory_path() / "gexec_startup_aligned_XXXXXX").string();
   if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
   const fs::path out = pattern;
   for (const char* file : {"graph.json", "lib.so", "inputs.bin"}) fs::create_symlink(fs::absolute(dir / file), out / file);
   const gexec::param_dict params = gexec::load_param_dict_file(dir / "params.bin");
   gexec::save_param_dict_file(params, out / "params.bin", gexec::save_options{64});
+#ifdef GEXEC_RUN_EXECUTABLE
+  if (!fs::exists(dir / "kernels.tar")) {
+    no_single = "no kernels.tar (the kernels' objects) in " + dir.string();
+    return out;
+  }
+  process link({GEXEC_RUN_EXECUTABLE, "--write-library", (out / "model.so").string(), "--graph", (dir / "graph.json").string(), "--params",
+                (dir / "params.bin").string(), "--kernel-objects", (dir / "kernels.tar").string()});
+  link.close_stdin();
+  linked = link.read_line(300'000);
+  if (!link.wait() || !fs::exists(out / "model.so")) no_single = "gexec-run --write-library failed";
+#else
+  no_single = "built without gexec-run, whose --write-library links it";
+#endif
   return out;
 }
 
@@ -655,9 +671,11 @@ int parent(const fs::path& conformance, const std::string& model, const fs::path
   sharing_figures(dir);
 
   // The same model written aligned: what model::load reads without a copy.
-  const fs::path aligned = write_aligned(dir);
+  std::string linked, no_single;
+  const fs::path aligned = write_aligned(dir, linked, no_single);
   std::printf("\nthe same model written aligned (%s): params.bin by save_param_dict_file with save_options{64} (gexec-run --convert-params)\n",
               aligned.c_str());
+  if (!linked.empty()) std::printf("model.so: %s\n", linked.c_str());
   auto aligned_mode = [&](const char* m) { return std::vector<std::string>{exe, "--child", m, aligned.string(), relax_dir.string()}; };
   const figures split_aligned = median_startup(aligned_mode("split_load"), runs);
   header("split files written aligned, one call: model::load(graph.json, lib.so, params.bin):");
@@ -669,7 +687,22 @@ int parent(const fs::path& conformance, const std::string& model, const fs::path
   } else {
     std::printf("  (failed)\n");
   }
-  sharing_figures(aligned, {"split"});
+  if (no_single.empty()) {
+    const figures single_aligned = median_startup(aligned_mode("single_load"), runs);
+    header("single-file library written aligned (gexec-run --write-library), one call: model::load(model.so):");
+    if (!single_aligned.empty()) {
+      step("model::load(model.so)", get(single_aligned, "load"), "dlopen + read() of graph, params",
+           get(raw, "single_library") + get(raw, "graph") + get(raw, "weights"));
+      step("create: instantiate() + set_input", get(single_aligned, "create"));
+      tail(single_aligned, raw, true);
+    } else {
+      std::printf("  (failed)\n");
+    }
+    sharing_figures(aligned, {"split", "single"});
+  } else {
+    std::printf("\nsingle-file library written aligned: SKIPPED (%s)\n", no_single.c_str());
+    sharing_figures(aligned, {"split"});
+  }
   std::error_code ec;
   fs::remove_all(aligned, ec);
   return 0;
