@@ -57,7 +57,9 @@ inline constexpr std::uint64_t long_lived_mapped_bytes = std::uint64_t{128} << 1
 /// (weights, activations), reading as zeros: from long_lived_mapped_bytes on, a private
 /// anonymous mapping of its own (zero pages the system fills on first touch, never
 /// written here), which free_long_lived gives back to the system whole; smaller ones
-/// from the heap, zeroed. Free with free_long_lived only.
+/// from the heap, zeroed unless `zeroed` is false (a kernel's workspace, written before it
+/// is read: its pages are touched only where a kernel uses them). Free with
+/// free_long_lived only.
 ///
 /// Why not the heap for all: glibc maps a large block only while its threshold is low,
 /// and raises the threshold to the size of each mapped block freed (up to 32 MiB). After
@@ -66,7 +68,7 @@ inline constexpr std::uint64_t long_lived_mapped_bytes = std::uint64_t{128} << 1
 /// stays resident: malloc_trim returns only free blocks below the top there. A Triton
 /// server, whose load/unload requests run on several threads, grew by about a megabyte
 /// per loading thread over 20 load/unload cycles of one model.
-inline void* allocate_long_lived(std::uint64_t bytes) {
+inline void* allocate_long_lived(std::uint64_t bytes, bool zeroed = true) {
   // A header of one alignment unit before the buffer says how it was had: the length of
   // its mapping, or 0 for the heap.
   const std::uint64_t n = align_up(bytes == 0 ? 1 : bytes, host_alignment);
@@ -81,7 +83,7 @@ inline void* allocate_long_lived(std::uint64_t bytes) {
       if (base == MAP_FAILED) base = nullptr;
     } else {
       base = ::operator new(static_cast<std::size_t>(n + host_alignment), std::align_val_t{host_alignment}, std::nothrow);
-      if (base) std::memset(base, 0, static_cast<std::size_t>(n + host_alignment));
+      if (base && zeroed) std::memset(base, 0, static_cast<std::size_t>(n + host_alignment));
     }
   }
   if (!base) throw error(errc::out_of_memory, "cannot allocate " + std::to_string(bytes) + " bytes of host memory");

@@ -4,6 +4,10 @@
 // steady state allocates nothing. Kernels free in LIFO order; an out-of-order
 // free is tolerated (the block is released when everything above it is).
 //
+// A chunk is not zeroed (kernels write their workspace before they read it), so a
+// thread's pages are touched only as far as its kernels use them: a pool worker whose
+// tasks ask 1,792 bytes holds one page of its 64 KiB chunk, not sixteen.
+//
 // The arena grows by chunks (each at least twice the last) while a kernel needs more
 // than it holds; when the outermost workspace_scope of a thread ends (a run, a pool
 // task) with more than one chunk, they are given back and replaced by one chunk of the
@@ -41,7 +45,7 @@ class workspace_arena {
       std::size_t last = chunks_.empty() ? 0 : chunks_.back().size;
       std::size_t size = std::max({n, 2 * last, chunks_.empty() ? peak_ : 0, std::size_t{1} << 16});
       stack_.reserve(stack_.size() + 1);  // nothing to undo below if this throws
-      chunks_.push_back({std::unique_ptr<std::byte, long_lived_delete>(static_cast<std::byte*>(allocate_long_lived(size))), size, 0});
+      chunks_.push_back({std::unique_ptr<std::byte, long_lived_delete>(static_cast<std::byte*>(allocate_long_lived(size, false))), size, 0});
     }
     chunk& c = chunks_[current_];
     void* p = c.memory.get() + c.used;
@@ -85,7 +89,7 @@ class workspace_arena {
     chunks_.clear();
     current_ = 0;
     try {
-      chunks_.push_back({std::unique_ptr<std::byte, long_lived_delete>(static_cast<std::byte*>(allocate_long_lived(peak_))), peak_, 0});
+      chunks_.push_back({std::unique_ptr<std::byte, long_lived_delete>(static_cast<std::byte*>(allocate_long_lived(peak_, false))), peak_, 0});
     } catch (...) {
     }
   }
