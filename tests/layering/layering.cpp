@@ -128,7 +128,7 @@ std::vector<std::string> code_only(const std::vector<std::string>& lines) {
       if (c == 'R' && i + 1 < line.size() && line[i + 1] == '"' && (i == 0 || !(std::isalnum(static_cast<unsigned char>(line[i - 1])) || line[i - 1] == '_'))) {
         const auto open = line.find('(', i + 2);
         if (open != std::string::npos) {
-          raw_end = ")" + line.substr(i + 2, open - i - 2) + "\"";
+          raw_end.assign(1, ')').append(line, i + 2, open - i - 2).push_back('"');
           i = open;
           continue;
         }
