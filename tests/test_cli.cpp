@@ -659,6 +659,10 @@ TEST_CASE("--write-library: kernel objects and the weights written aligned, one 
   refused(" --write-library " + bad + " -g " + graph_file + " --kernel-objects " + (dir / "none.o").string(), "none.o: no such file");
   refused(" --write-library " + bad + " -g " + graph_file + " --kernel-objects " + graph_file, "give object files (.o) or a .tar of them");
   refused(" --write-library " + graph_file + " -g " + graph_file + " --kernel-objects " + objects, "is a file this run reads");
+  refused(" --write-library " + (dir / "kernels.tar").string() + " -g " + graph_file + " --kernel-objects " + (dir / "kernels.tar").string(),
+          "is a file this run reads");
+  std::ofstream(dir / "not_a.tar") << "not a tar archive";
+  refused(" --write-library " + bad + " -g " + graph_file + " --kernel-objects " + (dir / "not_a.tar").string(), "--write-library: unpack");
   refused(single + " --write-library " + bad + " -g " + graph_file + " --kernel-objects " + objects, "not a library");
   refused(" -g " + graph_file + " -l " + GEXEC_TEST_KERNELS + " --kernel-objects " + objects, "--kernel-objects goes with --write-library");
   std::ofstream(dir / "empty.txt") << "nothing";

@@ -127,6 +127,16 @@ inline bool for_this_machine(const std::string& object) {
 #endif
 }
 
+/// `text` inside an assembler string's quotes: backslashes and quotes escaped.
+inline std::string assembler_string(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 /// --write-library: see the top of this file.
 inline int write_library(const options& o) {
   const fs::path out = o.write_library;
@@ -135,7 +145,9 @@ inline int write_library(const options& o) {
   if (o.graph.empty()) fail("--write-library needs --graph (and --params, where the model has parameters)");
   if (o.kernel_objects.empty()) fail("--write-library needs --kernel-objects: the kernels as export_library leaves objects (a .tar, or .o files)");
   std::error_code ec;
-  for (const std::string& in : {o.graph, o.params})
+  std::vector<std::string> read{o.graph, o.params};
+  read.insert(read.end(), o.kernel_objects.begin(), o.kernel_objects.end());
+  for (const std::string& in : read)
     if (!in.empty() && fs::equivalent(in, out, ec)) fail("--write-library " + out.string() + ": is a file this run reads (" + in + ")");
 
   gexec::graph_factory_blob factory;
@@ -164,7 +176,7 @@ inline int write_library(const options& o) {
       << "  .type __tvm_dev_mblob, STT_OBJECT\n"
       << "  .balign " << std::max<std::size_t>(o.align_params, 8) << "\n"
       << "__tvm_dev_mblob:\n"
-      << "  .incbin \"" << (scratch.path() / "blob.bin").string() << "\"\n"
+      << "  .incbin \"" << assembler_string((scratch.path() / "blob.bin").string()) << "\"\n"
       << "  .size __tvm_dev_mblob, " << blob.size() << "\n"
       << "  .section .note.GNU-stack,\"\"\n";
     if (!s) fail("--write-library: cannot write the blob's assembly under " + scratch.path().string());
