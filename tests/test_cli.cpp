@@ -612,7 +612,9 @@ TEST_CASE("--write-library: kernel objects and the weights written aligned, one 
   {
     const gexec::model m = gexec::model::load(out);
     CHECK(m.weights().copied == 0);
-    for (const auto& [name, value] : gexec::load_param_dict_file(params_file)) {
+    for (const auto& item : gexec::load_param_dict_file(params_file)) {
+      const std::string& name = item.first;  // named, not bound: clang 14 cannot capture bindings
+      const gexec::ndarray& value = item.second;
       CAPTURE(name);
       const gexec::ndarray w = m.param(name);
       REQUIRE(w.defined());
