@@ -423,6 +423,22 @@ void tail(const figures& f, const figures& raw, bool goal) {
   std::printf("  other processes kept %.2f of %ld cores busy during these start-ups\n", get(f, "others"), ::sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+/// model::load in one call: its step against plain reads of the same files (the split
+/// files, or the single-file library), creation, and the runs against the goal.
+void one_call(const char* title, const figures& f, const figures& raw, bool single) {
+  header(title);
+  if (f.empty()) {
+    std::printf("  (failed)\n");
+    return;
+  }
+  if (single)
+    step("model::load(model.so)", get(f, "load"), "dlopen + read() of graph, params", get(raw, "single_library") + get(raw, "graph") + get(raw, "weights"));
+  else
+    step("model::load(graph, lib, params)", get(f, "load"), "read() of the 3 files + dlopen", get(raw, "graph") + get(raw, "weights") + get(raw, "library"));
+  step("create: instantiate() + set_input", get(f, "create"));
+  tail(f, raw, true);
+}
+
 // ---- processes sharing one copy ----
 
 struct rollup {
@@ -576,15 +592,7 @@ int parent(const fs::path& conformance, const std::string& model, const fs::path
   }
 
   const figures split = median_startup(mode("split_load"), runs);
-  header("split files, one call: model::load(graph.json, lib.so, params.bin):");
-  if (!split.empty()) {
-    step("model::load(graph, lib, params)", get(split, "load"), "read() of the 3 files + dlopen",
-         get(raw, "graph") + get(raw, "weights") + get(raw, "library"));
-    step("create: instantiate() + set_input", get(split, "create"));
-    tail(split, raw, true);
-  } else {
-    std::printf("  (failed)\n");
-  }
+  one_call("split files, one call: model::load(graph.json, lib.so, params.bin):", split, raw, false);
 
   const figures steps = median_startup(mode("single_steps"), runs);
   header("single-file library, step by step:");
@@ -599,15 +607,7 @@ int parent(const fs::path& conformance, const std::string& model, const fs::path
   }
 
   const figures single = median_startup(mode("single_load"), runs);
-  header("single-file library, one call: model::load(model.so):");
-  if (!single.empty()) {
-    step("model::load(model.so)", get(single, "load"), "dlopen + read() of graph, params",
-         get(raw, "single_library") + get(raw, "graph") + get(raw, "weights"));
-    step("create: instantiate() + set_input", get(single, "create"));
-    tail(single, raw, true);
-  } else {
-    std::printf("  (failed)\n");
-  }
+  one_call("single-file library, one call: model::load(model.so):", single, raw, true);
 
   if (relax_dir.empty() || !fs::exists(relax_dir / "convnet_constants.so")) {
     std::printf("\nRelax executable: SKIPPED (no convnet_constants.so; give the Relax suite with --relax DIR)\n");
@@ -677,27 +677,11 @@ int parent(const fs::path& conformance, const std::string& model, const fs::path
               aligned.c_str());
   if (!linked.empty()) std::printf("model.so: %s\n", linked.c_str());
   auto aligned_mode = [&](const char* m) { return std::vector<std::string>{exe, "--child", m, aligned.string(), relax_dir.string()}; };
-  const figures split_aligned = median_startup(aligned_mode("split_load"), runs);
-  header("split files written aligned, one call: model::load(graph.json, lib.so, params.bin):");
-  if (!split_aligned.empty()) {
-    step("model::load(graph, lib, params)", get(split_aligned, "load"), "read() of the 3 files + dlopen",
-         get(raw, "graph") + get(raw, "weights") + get(raw, "library"));
-    step("create: instantiate() + set_input", get(split_aligned, "create"));
-    tail(split_aligned, raw, true);
-  } else {
-    std::printf("  (failed)\n");
-  }
+  one_call("split files written aligned, one call: model::load(graph.json, lib.so, params.bin):", median_startup(aligned_mode("split_load"), runs), raw,
+           false);
   if (no_single.empty()) {
-    const figures single_aligned = median_startup(aligned_mode("single_load"), runs);
-    header("single-file library written aligned (gexec-run --write-library), one call: model::load(model.so):");
-    if (!single_aligned.empty()) {
-      step("model::load(model.so)", get(single_aligned, "load"), "dlopen + read() of graph, params",
-           get(raw, "single_library") + get(raw, "graph") + get(raw, "weights"));
-      step("create: instantiate() + set_input", get(single_aligned, "create"));
-      tail(single_aligned, raw, true);
-    } else {
-      std::printf("  (failed)\n");
-    }
+    one_call("single-file library written aligned (gexec-run --write-library), one call: model::load(model.so):",
+             median_startup(aligned_mode("single_load"), runs), raw, true);
     sharing_figures(aligned, {"split", "single"});
   } else {
     std::printf("\nsingle-file library written aligned: SKIPPED (%s)\n", no_single.c_str());
