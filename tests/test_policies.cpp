@@ -937,8 +937,14 @@ void check_pairs(const gexec::compact_graph& g, const gexec::plan& p, const gexe
       readers[e].push_back(step_of_node[nid]);
     }
   for (const gexec::node_entry& h : g.heads) last[p.alias_root[g.entry_id(h)]] = UINT32_MAX;
-  std::vector<bool> input(n_entries, false);
-  for (std::uint32_t nid : g.arg_nodes) input[g.entry_id(nid, 0)] = true;
+  // Inputs in input storage share it with nothing; a donated input (in the activations)
+  // is written before the run: alive from its start, with no step writing it.
+  std::vector<bool> input(n_entries, false), donated(n_entries, false);
+  for (std::uint32_t nid : g.arg_nodes) {
+    const std::uint32_t e = g.entry_id(nid, 0);
+    if (p.storage[p.entry_slot[e]].kind == gexec::storage_kind::input) input[e] = true;
+    else donated[e] = true, first[e] = 0;
+  }
   auto reaches = [&](std::uint32_t from, std::uint32_t to) {  // depth-first over the successors
     std::vector<bool> seen(deps.num_preds.size(), false);
     std::vector<std::uint32_t> stack = {from};
@@ -963,8 +969,9 @@ void check_pairs(const gexec::compact_graph& g, const gexec::plan& p, const gexe
       CAPTURE(u);
       CAPTURE(v);
       REQUIRE(last[u] < first[v]);
+      REQUIRE(!donated[v]);  // alive from the start: nothing is under it
       const std::uint32_t writer = step_of_node[first[v]];
-      CHECK(reaches(step_of_node[first[u]], writer));
+      if (!donated[u]) CHECK(reaches(step_of_node[first[u]], writer));
       for (std::uint32_t r : readers[u]) CHECK(reaches(r, writer));
     }
 }
@@ -1016,32 +1023,338 @@ TEST_CASE("liveness plans self-attention within 1.05 x the bound, every reuse or
   ex.run(gexec::parallel_branches{});
 }
 
+namespace {
+/// Numbers in [0, bound) from a linear congruential generator: the same for a seed on
+/// every platform.
+struct seeded {
+  std::uint64_t s;
+  std::uint64_t operator()(std::uint64_t bound) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (s >> 33) % bound;
+  }
+};
+
+/// A chain of 60 nodes of 16 to 16 x `units` floats ("one", or "two" where a node reads
+/// an earlier value too), drawn by `seed`; the outputs are the last value and value
+/// `second`.
+gexec::validated_graph random_chain(std::uint64_t seed, std::uint64_t units, std::size_t second) {
+  seeded next{seed};
+  gexec::graph_builder b;
+  std::vector<gexec::node_entry> values = {b.input("x", {64})};
+  for (int k = 0; k < 60; ++k) {
+    std::vector<gexec::node_entry> in = {values.back()};
+    if (next(3) == 0) in.push_back(values[next(values.size())]);
+    const auto elems = static_cast<std::int64_t>(16 * (1 + next(units)));
+    values.push_back(b.op(std::to_string(k), in.size() > 1 ? "two" : "one", std::move(in), {{{elems}}}));
+  }
+  b.output(values.back());
+  b.output(values[second]);
+  return b.build();
+}
+}  // namespace
+
 TEST_CASE("storage reuse in the step graph: every later value waits for the earlier ones under it") {
   // Chains with branches and long edges of values of many sizes, so that values reuse
   // parts of several earlier ones and are partly reused in turn.
   for (std::uint64_t seed : {1u, 2u, 3u, 4u}) {
     CAPTURE(seed);
-    std::uint64_t s = seed;
-    auto next = [&](std::uint64_t bound) {
-      s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-      return (s >> 33) % bound;
-    };
-    gexec::graph_builder b;
-    std::vector<gexec::node_entry> values = {b.input("x", {64})};
-    for (int k = 0; k < 60; ++k) {
-      std::vector<gexec::node_entry> in = {values.back()};
-      if (next(3) == 0) in.push_back(values[next(values.size())]);
-      const auto elems = static_cast<std::int64_t>(16 * (1 + next(24)));
-      values.push_back(b.op(std::to_string(k), in.size() > 1 ? "two" : "one", std::move(in), {{{elems}}}));
-    }
-    b.output(values.back());
-    b.output(values[30]);
-    const gexec::validated_graph g = b.build();
+    const gexec::validated_graph g = random_chain(seed, 24, 30);
     liveness_model m(g, no_op_kernels({"one", "two"}));
     CHECK(m.storage().planned <= m.storage().as_compiled);
     CHECK(m.storage().lower_bound <= m.storage().planned);
     check_pairs(g.compact(), m.plan(), gexec::detail::make_step_graph(g.compact(), m.plan()));
   }
+}
+
+TEST_CASE("storage reuse in the step graph: values over a donated input wait for its readers") {
+  // Several inputs, each read by a few nodes of a chain and then dead, so that later
+  // values of many sizes take their bytes.
+  for (std::uint64_t seed : {5u, 6u, 7u}) {
+    CAPTURE(seed);
+    seeded next{seed};
+    gexec::graph_builder b;
+    std::vector<gexec::node_entry> inputs, values = {b.input("x0", {64})};
+    inputs.push_back(values.back());
+    for (int k = 0; k < 50; ++k) {
+      std::vector<gexec::node_entry> in = {values.back()};
+      if (k % 10 == 5) {
+        std::string name(1, 'x');  // not "x" + to_string(): GCC 12 warns of a bogus overflow
+        name += std::to_string(inputs.size());
+        inputs.push_back(b.input(name, {static_cast<std::int64_t>(16 * (1 + next(24)))}));
+      }
+      if (next(3) == 0) in.push_back(inputs[next(inputs.size())]);
+      const auto elems = static_cast<std::int64_t>(16 * (1 + next(24)));
+      values.push_back(b.op(std::to_string(k), in.size() > 1 ? "two" : "one", std::move(in), {{{elems}}}));
+    }
+    b.output(values.back());
+    const gexec::validated_graph g = b.build();
+    gexec::model_options o;
+    o.donate_inputs = true;
+    liveness_model m(g, no_op_kernels({"one", "two"}), o);
+    REQUIRE(m.plan().donated.size() == inputs.size());
+    for (std::uint32_t i : m.plan().donated)
+      CHECK(m.plan().storage[m.plan().entry_slot[g.compact().entry_id(g.compact().arg_nodes[i], 0)]].kind == gexec::storage_kind::activation);
+    CHECK(m.storage().lower_bound <= m.storage().planned);
+    check_pairs(g.compact(), m.plan(), gexec::detail::make_step_graph(g.compact(), m.plan()));
+  }
+}
+
+namespace {
+/// x -> a = x + 1 -> b = 2a -> c = b + 1 -> d = c + p (the output), p a parameter.
+gexec::validated_graph donation_graph() {
+  gexec::graph_builder b;
+  auto x = b.input("x", {n});
+  auto p = b.input("p", {n});
+  auto a = b.op("a", "add1", {x}, {{{n}}});
+  auto bb = b.op("b", "scale2", {a}, {{{n}}});
+  auto c = b.op("c", "add1", {bb}, {{{n}}});
+  b.output(b.op("d", "add", {c, p}, {{{n}}}));
+  return b.build();
+}
+std::vector<float> donation_expected(const std::vector<float>& x, const std::vector<float>& p) {
+  std::vector<float> d;
+  for (std::size_t i = 0; i < x.size(); ++i) d.push_back(((x[i] + 1) * 2 + 1) + p[i]);
+  return d;
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("donated inputs: in the activations, used up by each run, read in place when bound zero-copy", P, gexec::liveness,
+                   gexec::as_compiled) {
+  using model_t = gexec::basic_model<host, gexec::pool_allocator, gexec::registry, P>;
+  const std::vector<float> p = test::iota(n, 0.5f, 0.25f);
+  gexec::param_dict params;
+  params.set("p", tensor({n}, p));
+  gexec::model_options donate;
+  donate.donate_inputs = true;
+  model_t kept(donation_graph(), kernels(), params), donated(donation_graph(), kernels(), params, donate);
+  const gexec::compact_graph& g = donated.compact();
+  const std::uint32_t x_entry = g.entry_id(g.arg_nodes[0], 0);
+  REQUIRE(g.name(g.arg_nodes[0]) == "x");
+  CHECK(donated.plan().donated == std::vector<std::uint32_t>{0});  // p is a parameter
+  CHECK(kept.plan().donated.empty());
+  CHECK(donated.plan().storage[donated.plan().entry_slot[x_entry]].kind == gexec::storage_kind::activation);
+  CHECK(kept.plan().storage[kept.plan().entry_slot[x_entry]].kind == gexec::storage_kind::input);
+
+  auto a = kept.instantiate();
+  auto ex = donated.instantiate();
+  const std::vector<float> x1 = test::iota(n, -3.0f, 0.5f), x2 = test::iota(n, 7.0f, -0.125f);
+  a.set_input("x", tensor({n}, x1));
+  ex.set_input("x", tensor({n}, x1));
+  a.run();
+  ex.run();
+  CHECK(values_of(ex.get_output(0)) == donation_expected(x1, p));
+  CHECK(values_of(a.get_output(0)) == donation_expected(x1, p));
+  if constexpr (std::is_same_v<P, gexec::liveness>) {
+    // The executor holds no bytes of its own for x: b, made after x's last reader, took them.
+    CHECK(a.storage_bytes() - ex.storage_bytes() == n * 4);
+    const auto& entries = ex.get_instance_plan().entries;
+    REQUIRE(g.name(3) == "b");
+    CHECK(entries[x_entry].data == entries[g.entry_id(3, 0)].data);
+  } else {
+    CHECK(a.storage_bytes() == ex.storage_bytes());  // TVM's storage ids: x keeps its own
+  }
+  CHECK(values_of(a.get_input("x")) == x1);  // not donated: still there
+
+  // Used up: no second run, no get_input, until it is set again.
+  gexec::error e = error_of([&] { ex.run(); });
+  CHECK(contains(e, "run: input \"x\" was used up by the last run"));
+  CHECK(contains(e, "model_options::donate_inputs"));
+  e = error_of([&] { (void)ex.get_input("x"); });
+  CHECK(contains(e, "get_input \"x\": the last run used up this input"));
+  ex.set_input("x", tensor({n}, x2));
+  CHECK(values_of(ex.get_input("x")) == x2);
+  ex.run(gexec::parallel_branches{});
+  CHECK(values_of(ex.get_output(0)) == donation_expected(x2, p));
+  CHECK(contains(error_of([&] { ex.run(gexec::parallel_branches{}); }), "used up by the last run"));
+
+  // Bound zero-copy: read where it lies, never written, never used up.
+  gexec::ndarray bound = gexec::ndarray::empty({n}, gexec::dtypes::float32);
+  std::copy(x2.begin(), x2.end(), static_cast<float*>(bound.data()));
+  ex.set_input_zero_copy("x", bound);
+  ex.run();
+  ex.run();
+  CHECK(values_of(ex.get_output(0)) == donation_expected(x2, p));
+  CHECK(values_of(bound) == x2);
+  CHECK(ex.get_input("x").data() == bound.data());
+  // Set by copy again: in the activations, used up once more.
+  ex.set_input("x", tensor({n}, x1));
+  ex.run();
+  CHECK(values_of(ex.get_output(0)) == donation_expected(x1, p));
+  CHECK(contains(error_of([&] { ex.run(); }), "used up by the last run"));
+
+  // Not with zero_unset_inputs: a used-up input is not zeros.
+  gexec::model_options both = donate;
+  both.zero_unset_inputs = true;
+  CHECK(contains(error_of([&] { model_t(donation_graph(), kernels(), params, both); }), "donate_inputs and zero_unset_inputs together"));
+}
+
+namespace {
+/// Per call of `p`, the largest run of bytes (64-byte aligned start) of a host activation
+/// slot that no value alive at that call's node holds, by brute force over the values.
+std::vector<std::uint64_t> largest_free(const gexec::compact_graph& g, const gexec::plan& p) {
+  const auto n_entries = static_cast<std::uint32_t>(g.num_entries());
+  std::vector<std::uint32_t> first(n_entries), last(n_entries);
+  for (std::uint32_t nid = 0; nid < g.num_nodes(); ++nid)
+    for (std::uint32_t o = 0; o < g.num_outputs(nid); ++o) first[g.entry_id(nid, o)] = last[g.entry_id(nid, o)] = nid;
+  for (std::uint32_t nid : g.arg_nodes) first[g.entry_id(nid, 0)] = 0;
+  for (std::uint32_t nid = 0; nid < g.num_nodes(); ++nid)
+    for (const gexec::node_entry& in : g.node_inputs(nid)) last[p.alias_root[g.entry_id(in)]] = std::max(last[p.alias_root[g.entry_id(in)]], nid);
+  for (const gexec::node_entry& h : g.heads) last[p.alias_root[g.entry_id(h)]] = UINT32_MAX;
+  std::vector<std::uint64_t> out;
+  for (const gexec::call_template& c : p.calls) {
+    std::uint64_t best = 0;
+    for (std::uint32_t s = 0; s < p.storage.size(); ++s) {
+      if (p.storage[s].kind != gexec::storage_kind::activation || p.storage[s].device.device_type != kDLCPU) continue;
+      std::vector<std::pair<std::uint64_t, std::uint64_t>> held;
+      for (std::uint32_t e = 0; e < n_entries; ++e)
+        if (p.alias_root[e] == e && p.entry_slot[e] == s && first[e] <= c.node_id && c.node_id <= last[e])
+          held.emplace_back(p.entry_offset[e], p.entry_offset[e] + std::max<std::uint64_t>(p.alias_group_bytes(g, e), 1));
+      held.emplace_back(p.storage[s].bytes, p.storage[s].bytes);
+      std::sort(held.begin(), held.end());
+      std::uint64_t at = 0;
+      for (const auto& [b, e] : held) {
+        const std::uint64_t from = (at + 63) / 64 * 64;
+        if (b > from) best = std::max(best, b - from);
+        at = std::max(at, e);
+      }
+    }
+    out.push_back(best);
+  }
+  return out;
+}
+
+/// Kernels that take `ws_floats` floats of host workspace, fill it with garbage, compute
+/// through it, and note where it was and at which node.
+struct workspace_use {
+  void* data;
+  std::uint64_t bytes;
+  std::string node;
+};
+std::vector<workspace_use>& workspace_uses() {
+  static std::vector<workspace_use> uses;
+  return uses;
+}
+gexec::registry workspace_kernels() {
+  gexec::registry r;
+  auto through_workspace = [](gexec::packed_args a, float scale, float add) {
+    const DLTensor &in = a.tensor(0), &out = a.tensor(1);
+    const std::int64_t m = in.shape[0], o = out.shape[0];
+    const auto bytes = static_cast<std::uint64_t>(std::max(m, o) * 4 * 2);
+    auto* ws = static_cast<float*>(gexec::detail::backend_alloc_workspace(kDLCPU, 0, bytes, kDLFloat, 32));
+    if (!ws) throw std::runtime_error("no workspace: " + gexec::detail::take_last_error());
+    workspace_uses().push_back({ws, bytes, ""});
+    std::fill(ws, ws + bytes / 4, -1.0e30f);
+    for (std::int64_t i = 0; i < o; ++i) ws[i] = data_of(in)[i % m] * scale + add;
+    for (std::int64_t i = 0; i < o; ++i) data_of(out)[i] = ws[i];
+    if (gexec::detail::backend_free_workspace(kDLCPU, 0, ws) != 0) throw std::runtime_error("free failed");
+  };
+  r.add("ws_scale2", [=](gexec::packed_args a) { through_workspace(a, 2, 0); });
+  r.add("ws_add1", [=](gexec::packed_args a) { through_workspace(a, 1, 1); });
+  auto plain = [](gexec::packed_args a, float scale, float add) {
+    const DLTensor &in = a.tensor(0), &out = a.tensor(1);
+    for (std::int64_t i = 0; i < out.shape[0]; ++i) data_of(out)[i] = data_of(in)[i % in.shape[0]] * scale + add;
+  };
+  r.add("scale2", [=](gexec::packed_args a) { plain(a, 2, 0); });
+  r.add("add1", [=](gexec::packed_args a) { plain(a, 1, 1); });
+  return r;
+}
+}  // namespace
+
+TEST_CASE("workspace gaps: per call, the largest run of host activation bytes no value alive then holds") {
+  for (std::uint64_t seed : {11u, 12u, 13u, 14u}) {
+    CAPTURE(seed);
+    const gexec::validated_graph g = random_chain(seed, 40, 20);
+    gexec::model_options o;
+    o.donate_inputs = seed % 2 == 0;
+    liveness_model live(g, no_op_kernels({"one", "two"}), o);
+    gexec::basic_model<host, gexec::pool_allocator, gexec::registry, gexec::as_compiled> compiled(g, no_op_kernels({"one", "two"}), o);
+    for (const gexec::plan* p : {&live.plan(), &compiled.plan()}) {
+      const auto gaps = gexec::detail::make_workspace_gaps(g.compact(), *p);
+      const auto expect = largest_free(g.compact(), *p);
+      REQUIRE(gaps.size() == expect.size());
+      std::size_t some = 0;
+      for (std::size_t k = 0; k < gaps.size(); ++k) {
+        CAPTURE(k);
+        CHECK(gaps[k].bytes == expect[k]);
+        CHECK(gaps[k].offset % 64 == 0);
+        some += gaps[k].bytes > 0;
+      }
+      CHECK(some > 0);
+    }
+  }
+}
+
+TEST_CASE("workspace lent from the activations: only bytes no live value holds, only while steps run alone") {
+  // x -> a (4n) -> b (n) -> b2 (n) -> c (4n) -> d (n); the arena holds 5n floats (a and b,
+  // or b2 and c, alive at once), and b2, with b and b2 alone alive, asks 2n of the 3n free.
+  gexec::graph_builder b;
+  auto x = b.input("x", {n});
+  auto a = b.op("a", "scale2", {x}, {{{4 * n}}});
+  auto bb = b.op("b", "add1", {a}, {{{n}}});
+  auto b2 = b.op("b2", "ws_add1", {bb}, {{{n}}});
+  auto c = b.op("c", "scale2", {b2}, {{{4 * n}}});
+  b.output(b.op("d", "add1", {c}, {{{n}}}));
+  const gexec::validated_graph g = b.build();
+  liveness_model m(g, workspace_kernels());
+  const std::vector<float> x1 = test::iota(n, -2.0f, 0.75f);
+  std::vector<float> expect;
+  for (float v : x1) expect.push_back(((v * 2 + 1) + 1) * 2 + 1);
+
+  auto ex = m.instantiate();
+  const auto& entries = ex.get_instance_plan().entries;
+  const gexec::compact_graph& cg = m.compact();
+  REQUIRE(cg.name(3) == "b2");
+  // The values alive at b2 (node 3): b (node 2) and b2 itself.
+  auto bytes_of = [&](std::uint32_t nid) {
+    const auto* lo = static_cast<const std::byte*>(entries[cg.entry_id(nid, 0)].data);
+    return std::make_pair(lo, lo + m.plan().alias_group_bytes(cg, cg.entry_id(nid, 0)));
+  };
+  const auto* arena_lo = bytes_of(1).first;
+  for (std::uint32_t nid = 2; nid < cg.num_nodes(); ++nid) arena_lo = std::min(arena_lo, bytes_of(nid).first);
+  const auto* arena_hi = arena_lo + m.plan().storage[m.plan().entry_slot[cg.entry_id(1, 0)]].bytes;
+  CHECK(arena_hi - arena_lo == 5 * n * 4);
+  auto check_lent = [&](const workspace_use& u) {
+    const auto* w = static_cast<const std::byte*>(u.data);
+    CHECK(arena_lo <= w);
+    CHECK(w + u.bytes <= arena_hi);
+    for (std::uint32_t nid : {2u, 3u}) {
+      const auto [lo, hi] = bytes_of(nid);
+      CHECK((w + u.bytes <= lo || hi <= w));
+    }
+  };
+  auto run_on_fresh_thread = [&](auto&& run) {  // its workspace arena starts empty
+    std::uint64_t reserved = 0;
+    std::thread t([&] {
+      run();
+      reserved = gexec::detail::workspace_arena::this_thread().reserved();
+    });
+    t.join();
+    return reserved;
+  };
+
+  const std::uint64_t reserved = run_on_fresh_thread([&] {
+    for (int run = 0; run < 2; ++run) {
+      workspace_uses().clear();
+      ex.set_input("x", tensor({n}, x1));
+      ex.run();
+      REQUIRE(workspace_uses().size() == 1);
+      check_lent(workspace_uses()[0]);
+      CHECK(values_of(ex.get_output(0)) == expect);
+    }
+  });
+  CHECK(reserved == 0);  // the thread took nothing of its own
+
+  // Steps that may run side by side borrow nothing.
+  const std::uint64_t own = run_on_fresh_thread([&] {
+    workspace_uses().clear();
+    ex.set_input("x", tensor({n}, x1));
+    ex.run(gexec::parallel_branches{});
+    REQUIRE(workspace_uses().size() == 1);
+    const auto* w = static_cast<const std::byte*>(workspace_uses()[0].data);
+    CHECK((w + workspace_uses()[0].bytes <= arena_lo || arena_hi <= w));
+    CHECK(values_of(ex.get_output(0)) == expect);
+  });
+  CHECK(own > 0);
 }
 
 TEST_CASE("planners and execution policies by name: one helper for tools and configurations") {

@@ -125,8 +125,15 @@ class graph_executor {
   }
   void set_input_zero_copy(std::string_view name, const ndarray& value) { set_input_zero_copy(require_input(name), value); }
 
-  /// A view of input `index` in the memory it is read from.
-  [[nodiscard]] ndarray get_input(int index) const { return self().view_of(model(), input_entry(index)); }
+  /// A view of input `index` in the memory it is read from. An input donated to runs
+  /// (model_options::donate_inputs) has none after a run used it up.
+  [[nodiscard]] ndarray get_input(int index) const {
+    const std::uint32_t eid = input_entry(index);
+    if (self().used_up[static_cast<std::size_t>(index)]) [[unlikely]]
+      throw error(errc::invalid_argument, "get_input \"" + input_name(index) + "\": the last run used up this input, donated to runs "
+                                          "(model_options::donate_inputs); set_input gives it a value again");
+    return self().view_of(model(), eid);
+  }
   [[nodiscard]] ndarray get_input(std::string_view name) const { return get_input(require_input(name)); }
 
   // ---- parameters -----------------------------------------------------------------
@@ -410,9 +417,17 @@ class graph_executor {
     if constexpr (Wait) turn.emplace(s.turns);
     detail::busy_guard g = Wait ? detail::busy_guard(s.turns, detail::busy_guard::taken) : detail::busy_guard(s.turns, "run");
     if (s.unset_inputs != 0 && !m_->zero_unset_inputs) [[unlikely]]
-      detail::refuse_unset_inputs(m_->compact(), s.input_set);
+      detail::refuse_unset_inputs(m_->compact(), s.input_set, s.used_up);
     if (!s.inputs_ready) [[unlikely]]
       s.allocate_unbound_inputs(*m_);
+    struct use_up_donated {  // whatever the run did, later values may have taken donated inputs' bytes
+      instance& s;
+      const model_state& m;
+      ~use_up_donated() {
+        if (!m.plan.donated.empty()) [[unlikely]]
+          s.use_up_donated(m);
+      }
+    } donated{s, *m_};
     detail::context_scope scope(&s.context);
     detail::workspace_scope workspace;
     detail::serial_runs::scope serial(s.serial, s.context);

@@ -141,6 +141,10 @@ struct plan {
   std::vector<std::uint32_t> alias_next;
   /// (alias root, index into flat_args) of every flattened argument, by root.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> flat_users;
+  /// The inputs (indices into the graph's arg_nodes, ascending) donated to runs
+  /// (model_options::donate_inputs): planned as activations, alive from the start of a
+  /// run to their last reader, so that later values may take their bytes.
+  std::vector<std::uint32_t> donated;
 
   static constexpr std::uint32_t no_entry = UINT32_MAX;
   [[nodiscard]] std::size_t num_entries() const noexcept { return alias_root.size(); }
@@ -436,16 +440,23 @@ storage_problem storage_values(const plan_build<Backends>& b, std::vector<std::u
 }
 
 /// Each value alive to its last use; the graph's inputs and outputs for the whole run.
-inline void value_lifetimes(const compact_graph& g, const std::vector<std::uint32_t>& value_of, storage_problem& problem) {
+/// A donated input (`donated`, ascending input indices) is alive from the start of the
+/// run (it is set before) to its last reader, and planned as an activation.
+inline void value_lifetimes(const compact_graph& g, const std::vector<std::uint32_t>& value_of, std::span<const std::uint32_t> donated,
+                            storage_problem& problem) {
   for (std::uint32_t nid = 0; nid < problem.num_nodes; ++nid)
     for (const node_entry& in : g.node_inputs(nid)) {
       storage_value& v = problem.values[value_of[g.entry_id(in)]];
       v.last = std::max(v.last, nid);
     }
-  for (std::uint32_t nid : g.arg_nodes) {
-    storage_value& v = problem.values[value_of[g.entry_id(nid, 0)]];
-    v.is_input = true;
+  for (std::size_t i = 0, d = 0; i < g.arg_nodes.size(); ++i) {
+    storage_value& v = problem.values[value_of[g.entry_id(g.arg_nodes[i], 0)]];
     v.first = 0;
+    if (d < donated.size() && donated[d] == i) {
+      ++d;
+      continue;
+    }
+    v.is_input = true;
     v.last = pinned_to_end;
   }
   for (const node_entry& h : g.heads) {
@@ -463,7 +474,7 @@ void plan_storage(plan_build<Backends>& b, const Planner& planner) {
   const auto n_entries = p.num_entries();
   std::vector<std::uint32_t> value_of(n_entries, 0);
   storage_problem problem = storage_values(b, value_of);
-  value_lifetimes(b.g, value_of, problem);
+  value_lifetimes(b.g, value_of, p.donated, problem);
   storage_assignment placed = planner.plan(problem);
   const bool as_ids = keeps_storage_ids(planner);
   check_assignment(problem, placed, as_ids ? "the graph's storage_id" : "the planner");
@@ -485,11 +496,14 @@ void plan_storage(plan_build<Backends>& b, const Planner& planner) {
 /// `planner` (and checks its answer), resolves every kernel name once through
 /// `binding`. Every error a run could meet for structural reasons is raised here.
 /// `backends` must outlive the plan (copy steps point at the backend that performs them).
+/// `donated`: the inputs (ascending indices into arg_nodes, none a graph output) whose
+/// bytes later values may take once they are read (plan::donated).
 template <class Backends, op_binding Binding, storage_planner Planner = as_compiled>
 plan make_plan(const validated_graph& vg, const Binding& binding, const std::vector<DLDevice>& devices, Backends& backends,
-               const Planner& planner = {}) {
+               const Planner& planner = {}, std::vector<std::uint32_t> donated = {}) {
   plan p;
   p.devices = devices;
+  p.donated = std::move(donated);
   detail::plan_build<Backends> b{vg.compact(), devices, backends, p};
   detail::place_entries(b);
   detail::make_steps(b, binding);

@@ -46,6 +46,11 @@ inline void* backend_alloc_workspace(int device_type, int device_id, std::uint64
   const DLDevice d{static_cast<DLDeviceType>(device_type), device_id};
   try {
     const run_context* c = current_context();
+    if (c && device_type == kDLCPU && c->lender.region) {  // memory the running executor lends this thread, first
+      workspace_arena& a = workspace_arena::this_thread();
+      if (&a == c->lender.thread)
+        if (void* p = a.lend(nbytes, c->lender.region(c->lender.state, *c))) return p;
+    }
     if (c && device_type == kDLCPU && nbytes > c->workspace_limit - std::min(c->workspace_limit, workspace_arena::this_thread().in_use())) {
       set_last_error("TVMBackendAllocWorkspace: " + std::to_string(nbytes) + " bytes of host workspace would exceed the limit of " +
                      std::to_string(c->workspace_limit) + " bytes a thread may hold (model_options::max_workspace_bytes)");
@@ -70,6 +75,7 @@ inline void* backend_alloc_workspace(int device_type, int device_id, std::uint64
 inline int backend_free_workspace(int device_type, int device_id, void* ptr) noexcept {
   const DLDevice d{static_cast<DLDeviceType>(device_type), device_id};
   const run_context* c = current_context();
+  if (device_type == kDLCPU && workspace_arena::this_thread().lent(ptr)) return workspace_arena::this_thread().free(ptr);
   const int rc = c && c->devices ? c->devices->free_workspace(c->backends, d, ptr, same_device(c->device, d) ? c->stream : nullptr)
                  : device_type == kDLCPU ? workspace_arena::this_thread().free(ptr)
                                          : -1;

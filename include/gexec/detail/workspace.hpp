@@ -15,12 +15,19 @@
 // chunks grown toward it (ResNet-18's convolutions asked 615 KiB, then 841 KiB: 1.8 MiB
 // held in two chunks, 1.4 MiB of it touched, against one of 841 KiB), and once a run has
 // settled it, later runs allocate nothing.
+//
+// While one thread runs an executor's steps alone, the executor may lend it, for the step
+// running, bytes of its activation storage that no value holds then (lend()): blocks are
+// carved from there first, on the same stack, and count toward neither the chunks nor the
+// peak. ResNet-18's 841 KiB convolutions find such room; only what finds none (its
+// max-pool, at the step where the activations peak) sizes the thread's own chunk.
 
 #include "../config.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <new>
 #include <vector>
@@ -32,6 +39,12 @@ GEXEC_NAMESPACE_BEGIN
 namespace detail {
 
 class workspace_scope;
+
+/// Bytes an executor lends the thread running its step alone (see workspace_arena::lend).
+struct lent_region {
+  std::byte* data = nullptr;
+  std::uint64_t bytes = 0;
+};
 
 class workspace_arena {
  public:
@@ -56,6 +69,28 @@ class workspace_arena {
     return p;
   }
 
+  /// A block of `nbytes` from `region` (memory lent for the step running: see the top of
+  /// this file), or null where it does not fit there or blocks from another region are
+  /// still out. Throws gexec::error when the stack cannot grow.
+  void* lend(std::uint64_t nbytes, lent_region region) {
+    if (reinterpret_cast<std::uintptr_t>(region.data) % 64 != 0 || nbytes > region.bytes) return nullptr;
+    if (region.data != lent_.data || region.bytes != lent_.bytes) {
+      if (lent_used_ != 0) return nullptr;
+      lent_ = region;
+    }
+    const std::uint64_t n = align_up(nbytes == 0 ? 1 : nbytes, 64);
+    if (n > lent_.bytes - lent_used_) return nullptr;
+    void* p = lent_.data + lent_used_;
+    stack_.push_back({p, lent_chunk, static_cast<std::size_t>(lent_used_), static_cast<std::size_t>(n), false});
+    lent_used_ += n;
+    return p;
+  }
+  /// Whether `p` is a block lend() gave out and that is not yet released.
+  [[nodiscard]] bool lent(const void* p) const noexcept {
+    return lent_used_ != 0 && std::less_equal<>()(static_cast<const void*>(lent_.data), p) &&
+           std::less<>()(p, static_cast<const void*>(lent_.data + lent_used_));
+  }
+
   /// Bytes the arena holds in its chunks, allocated or not.
   [[nodiscard]] std::uint64_t reserved() const noexcept {
     std::uint64_t r = 0;
@@ -73,9 +108,13 @@ class workspace_arena {
   void release_to(std::size_t mark) noexcept {
     while (stack_.size() > mark) {
       const block& b = stack_.back();
-      chunks_[b.chunk].used = b.offset;
-      current_ = b.chunk;
-      in_use_ -= b.size;
+      if (b.chunk == lent_chunk) {
+        lent_used_ = b.offset;
+      } else {
+        chunks_[b.chunk].used = b.offset;
+        current_ = b.chunk;
+        in_use_ -= b.size;
+      }
       stack_.pop_back();
     }
     if (stack_.empty()) current_ = 0;
@@ -126,8 +165,11 @@ class workspace_arena {
     std::size_t size;
     bool freed;
   };
+  static constexpr std::size_t lent_chunk = SIZE_MAX;  ///< block::chunk of a block from lent_
   std::vector<chunk> chunks_;
   std::vector<block> stack_;
+  lent_region lent_;           ///< the region lend() carves from now
+  std::uint64_t lent_used_ = 0;
   std::size_t current_ = 0;
   std::uint64_t in_use_ = 0;
   std::size_t peak_ = 0;  // the most bytes ever handed out at once

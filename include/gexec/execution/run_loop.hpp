@@ -45,7 +45,7 @@ template <class Instance, class Model, class Observer>
     throw error(errc::invalid_argument, "steps of a run called on a thread without the run's context (an execution policy "
                                         "must hold steps.thread_context() on each thread it runs steps on)");
   run_context& context = *current;
-  bool& error_set = last_error_set();
+  const void*& running = running_step();  // clears a kernel's message too (detail/last_error.hpp)
   constexpr bool observed = !std::is_same_v<Observer, no_observer>;
   // The step running, for a C++ exception a kernel or backend lets out of the C ABI.
   const call_step* call = nullptr;
@@ -67,7 +67,7 @@ template <class Instance, class Model, class Observer>
           if constexpr (observed) observer.before(event);
           TVMValue ret;
           int ret_code = tc_null;
-          error_set = false;
+          running = c;
           call = c;
           if (c->fn(c->values, codes, c->num_args, &ret, &ret_code, c->resource_handle) != 0) [[unlikely]]
             kernel_failed(m.compact(), c->node_id);
@@ -88,7 +88,7 @@ template <class Instance, class Model, class Observer>
           if constexpr (observed) observer.before(event);
           TVMFFIAny result;
           result.type_index = ffi_none;
-          error_set = false;
+          running = f;
           ffi = f;
           if (f->kernel(nullptr, args + f->first_arg, f->num_args, &result) != 0) [[unlikely]]
             kernel_failed(m.compact(), s.plan.calls[static_cast<std::size_t>(f - steps)].node_id);
@@ -97,6 +97,7 @@ template <class Instance, class Model, class Observer>
       } else {
         call = nullptr;
         ffi = nullptr;
+        running = nullptr;  // no call step runs: nothing is lent to a copy
         for (const copy_step *c = s.plan.copies.data() + lo, *last = s.plan.copies.data() + hi; c != last; ++c) {
           [[maybe_unused]] const step_event event{r->step + static_cast<std::uint32_t>(c - s.plan.copies.data() - r->begin), c->node_id};
           if constexpr (observed) observer.before(event);

@@ -10,10 +10,20 @@
 
 GEXEC_NAMESPACE_BEGIN
 
+namespace detail {
+/// Steps [begin, end) in order on this thread, nothing else of the run beside them: with
+/// workspace lent from the activations where the program can (step_program::run_alone).
+template <class P>
+void run_in_order(P& steps, std::uint32_t begin, std::uint32_t end) {
+  if constexpr (requires { steps.run_alone(begin, end); }) steps.run_alone(begin, end);
+  else steps.run(begin, end);
+}
+}  // namespace detail
+
 struct sequential {
   template <basic_step_program P>
   auto execute(P& steps) const {
-    steps.run(0, steps.size());
+    detail::run_in_order(steps, 0, steps.size());
   }
 };
 static_assert(execution_policy<sequential>);
@@ -24,7 +34,7 @@ struct first_steps {
   std::uint32_t end;
   template <basic_step_program P>
   auto execute(P& steps) const {
-    steps.run(0, end);
+    run_in_order(steps, 0, end);
   }
 };
 static_assert(execution_policy<first_steps>);

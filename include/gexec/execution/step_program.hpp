@@ -10,12 +10,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <type_traits>
 #include <utility>
 
+#include "../detail/last_error.hpp"
 #include "../device.hpp"
 #include "../executor/instance.hpp"
 #include "../executor/model_state.hpp"
@@ -29,6 +31,31 @@ namespace detail {
 /// Names the type of an executor's policy state (step_program::state, policy_state).
 template <class S>
 inline constexpr char policy_state_tag = 0;
+
+/// workspace_lender::region for an executor of a model_state<Backends> (`state`): the
+/// gap of the call step running (executor/workspace_gaps.hpp) in the executor's storage.
+template <class Backends>
+lent_region activation_gap(const void* state, const run_context& c) noexcept {
+  const auto& m = *static_cast<const model_state<Backends>*>(state);
+  const auto& s = *static_cast<const executor_instance<Backends>*>(c.executor);
+  // The step this thread runs, if it is one of this executor's call steps: compared as
+  // addresses, as a step of another executor (a kernel running a model) or a kernel's
+  // message (detail/last_error.hpp) is none of them.
+  const auto step = reinterpret_cast<std::uintptr_t>(running_step());
+  const auto calls = reinterpret_cast<std::uintptr_t>(s.plan.calls.data());
+  const auto ffis = reinterpret_cast<std::uintptr_t>(s.plan.ffi_calls.data());
+  std::size_t k;
+  if (step - calls < s.plan.calls.size() * sizeof(call_step)) k = (step - calls) / sizeof(call_step);
+  else if (step - ffis < s.plan.ffi_calls.size() * sizeof(ffi_step)) k = (step - ffis) / sizeof(ffi_step);
+  else return {};
+  try {
+    const workspace_gap& gap = m.workspace_gaps()[k];
+    if (gap.bytes == 0 || !s.storage[gap.slot]) return {};
+    return {static_cast<std::byte*>(s.storage[gap.slot].get()) + gap.offset, gap.bytes};
+  } catch (...) {  // the gaps could not be made: the thread's own workspace serves
+    return {};
+  }
+}
 }  // namespace detail
 
 template <class Backends, class Observer>
@@ -43,6 +70,18 @@ class step_program {
   /// Steps [begin, end) in order, on this thread (the fast path).
   void run(std::uint32_t begin, std::uint32_t end) { detail::run_steps(s_, m_, begin, std::min(end, size()), observer_); }
   void run_step(std::uint32_t step) { detail::run_steps(s_, m_, step, step + 1, observer_); }
+  /// Steps [begin, end) in order, on this thread, while no other step of the run runs
+  /// (sequential): the executor lends this thread's kernels, as host workspace, the
+  /// activation bytes the step running leaves free.
+  void run_alone(std::uint32_t begin, std::uint32_t end) {
+    detail::run_context& c = s_.context;
+    c.lender = {&detail::activation_gap<Backends>, &m_, &detail::workspace_arena::this_thread()};
+    struct stop_lending {
+      detail::run_context& c;
+      ~stop_lending() { c.lender = {}; }
+    } stop{c};
+    run(begin, end);
+  }
   /// The steps' edges (data, storage reuse, control_deps), made on first use.
   [[nodiscard]] const step_graph& dependencies() const { return m_.dependencies(); }
   /// Threads the runtime's pool can run at once (this one included).

@@ -51,6 +51,7 @@ struct executor_instance {
   zero_copy_bindings bindings;      ///< what each alias group is bound to; the outputs copied after a run
   std::vector<bool> is_param;       ///< per input index
   std::vector<bool> input_set;      ///< per input index: given a value (set, bound, loaded, shared)
+  std::vector<bool> used_up;        ///< per input index: a donated input the last run used up (plan::donated)
   std::size_t unset_inputs = 0;
   bool inputs_ready = false;        ///< every input slot bound or allocated
   occupancy turns;
@@ -79,6 +80,7 @@ struct executor_instance {
         bindings(m.plan, m.compact(), plan),
         is_param(m.compact().arg_nodes.size(), false),
         input_set(m.compact().arg_nodes.size(), false),
+        used_up(m.compact().arg_nodes.size(), false),
         unset_inputs(m.compact().arg_nodes.size()) {
     const gexec::plan& p = m.plan;
     lane_objects.push_back(streams.pointers());
@@ -129,8 +131,21 @@ struct executor_instance {
   void mark_set(std::size_t input) noexcept {
     if (!input_set[input]) {
       input_set[input] = true;
+      used_up[input] = false;
       --unset_inputs;
     }
+  }
+
+  /// After a run, one that failed included: each donated input read from the executor's
+  /// own storage may have been overwritten by later values, and has no value until it
+  /// is set again. One bound zero-copy was only read.
+  [[gnu::cold, gnu::noinline]] void use_up_donated(const model_state& m) noexcept {
+    for (const std::uint32_t i : m.plan.donated)
+      if (input_set[i] && bindings.of(m.plan.alias_root[m.input_entry(i)]) == bound_to::internal) {
+        input_set[i] = false;
+        used_up[i] = true;
+        ++unset_inputs;
+      }
   }
 
   /// Input `eid` holds a parameter now (loaded or shared).

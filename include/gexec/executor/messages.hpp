@@ -48,15 +48,20 @@ inline std::string node_label(const compact_graph& g, std::uint32_t nid) {
 }
 
 /// run() with inputs no one gave a value: an error naming them (eight at most).
-[[noreturn]] inline void refuse_unset_inputs(const compact_graph& g, const std::vector<bool>& input_set) {
+/// Inputs used up by the last run (`used_up`, model_options::donate_inputs) are named
+/// as such, before those never set.
+[[noreturn]] inline void refuse_unset_inputs(const compact_graph& g, const std::vector<bool>& input_set, const std::vector<bool>& used_up) {
+  const bool donated = std::find(used_up.begin(), used_up.end(), true) != used_up.end();
   std::string names;
   int listed = 0;
   for (std::size_t i = 0; i < input_set.size(); ++i)
-    if (!input_set[i] && listed++ < 8) names += (names.empty() ? "\"" : ", \"") + std::string(g.name(g.arg_nodes[i])) + "\"";
+    if (!input_set[i] && (!donated || used_up[i]) && listed++ < 8) names += (names.empty() ? "\"" : ", \"") + std::string(g.name(g.arg_nodes[i])) + "\"";
   if (listed > 8) names += " and " + std::to_string(listed - 8) + " more";
   throw error(errc::invalid_argument, "run: input" + std::string(listed > 1 ? "s " : " ") + names + (listed > 1 ? " were" : " was") +
-                                          " never given a value (set_input, set_input_zero_copy, load_params, share_params or "
-                                          "the model's parameters); model_options::zero_unset_inputs runs them as zeros");
+                                          (donated ? " used up by the last run, as inputs donated to runs are (model_options::donate_inputs): "
+                                                     "set_input or set_input_zero_copy gives a value again"
+                                                   : " never given a value (set_input, set_input_zero_copy, load_params, share_params or "
+                                                     "the model's parameters); model_options::zero_unset_inputs runs them as zeros"));
 }
 
 /// An index out of [0, count) of inputs or outputs (`what`).

@@ -21,6 +21,7 @@
 #include "../runtime.hpp"
 #include "../runtime/run_context.hpp"
 #include "step_graph.hpp"
+#include "workspace_gaps.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 
@@ -94,10 +95,18 @@ struct model_state {
     std::call_once(step_graph_once_, [&] { step_graph_ = std::make_unique<step_graph>(detail::make_step_graph(graph.compact(), plan)); });
     return *step_graph_;
   }
+  /// Per call step, the host activation bytes free while it runs (executor/workspace_gaps.hpp),
+  /// made when a kernel of a sequential run first asks for workspace.
+  [[nodiscard]] const std::vector<detail::workspace_gap>& workspace_gaps() const {
+    std::call_once(gaps_once_, [&] { gaps_ = detail::make_workspace_gaps(graph.compact(), plan); });
+    return gaps_;
+  }
 
  private:
   mutable std::once_flag step_graph_once_;
   mutable std::unique_ptr<step_graph> step_graph_;
+  mutable std::once_flag gaps_once_;
+  mutable std::vector<detail::workspace_gap> gaps_;
 };
 
 GEXEC_NAMESPACE_END

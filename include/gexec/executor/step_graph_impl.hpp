@@ -82,11 +82,11 @@ GEXEC_DECL step_graph make_step_graph(const compact_graph& g, const plan& p) {
   // keeps, per slot, the byte ranges of the latest value written on them (disjoint,
   // ordered by offset), takes the edges from those a value overlaps and paints it over
   // them: each range is visited once before it is painted over, O(log n) a value.
-  std::vector<bool> is_input(n_entries, false);
-  for (std::uint32_t nid : g.arg_nodes) is_input[p.alias_root[g.entry_id(nid, 0)]] = true;
+  // Inputs in input storage never share it; a donated input (plan::donated) is in
+  // activation storage, written before the run: only its readers order later values.
   std::vector<std::vector<std::uint32_t>> by_slot(p.storage.size());
   for (std::uint32_t v = 0; v < n_entries; ++v)
-    if (p.alias_root[v] == v && !is_input[v]) by_slot[p.entry_slot[v]].push_back(v);
+    if (p.alias_root[v] == v && p.storage[p.entry_slot[v]].kind == storage_kind::activation) by_slot[p.entry_slot[v]].push_back(v);
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>> latest;  // begin -> (end, value)
   std::vector<std::uint32_t> waited_by(n_entries, none);  // the last value whose writer waits for each
   auto extent = [&](std::uint32_t v) { return std::max<std::uint64_t>(p.alias_group_bytes(g, v), 1); };

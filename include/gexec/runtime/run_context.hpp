@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "../backends/backend.hpp"
+#include "../detail/workspace.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -79,6 +80,18 @@ inline constexpr device_table device_table_for = {
     },
 };
 
+struct run_context;
+
+/// What an executor whose steps one thread runs alone (a sequential run) lends that
+/// thread's kernels as host workspace: `region` gives, for the step running (read from
+/// detail::running_step()), the bytes of the executor's activation storage no value
+/// holds then. Empty (region null) otherwise.
+struct workspace_lender {
+  lent_region (*region)(const void* state, const run_context& context) noexcept = nullptr;
+  const void* state = nullptr;
+  const void* thread = nullptr;  ///< the workspace_arena of the thread running alone
+};
+
 struct run_context {
   thread_pool* pool = nullptr;       ///< serves TVMBackendParallelLaunch
   const env_registry* env = nullptr; ///< serves TVMBackendGetFuncFromEnv and calls through its handles
@@ -90,6 +103,7 @@ struct run_context {
   void* native_stream = nullptr;     ///< the driver's handle of that stream (a CUstream), or null
   const void* launch_services = nullptr;  ///< what launchers of device kernels need on `device` (the CUDA driver), or null
   std::uint64_t workspace_limit = UINT64_MAX;  ///< host workspace a thread may hold at once
+  workspace_lender lender;           ///< set while one thread runs the executor's steps alone
 };
 
 /// The context of this thread, or nullptr outside run() (then the process default
