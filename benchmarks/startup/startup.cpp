@@ -24,8 +24,10 @@
 // "To first output" counts from main() to the end of the first run(); the process's own
 // start (spawn to main) is printed apart. The goal: to first output <= the first run + 5 ms.
 //
-// Then N = 1, 2, 4 processes of one model each load it, run it twice and wait; their
-// proportional set sizes (/proc/PID/smaps_rollup) summed against N times one process's.
+// Then N = 1, 2, 4 processes of one model (gexec_bench_share_child, share_child.cpp) each
+// load it, run it twice and wait; their proportional set sizes (/proc/PID/smaps_rollup)
+// summed against N times one process's, with activations as compiled, planned by liveness,
+// and planned by liveness with the inputs donated to runs.
 // Last, the same model with its params.bin written aligned (save_options{64}, what
 // `gexec-run --convert-params` writes) and, where the model comes with its kernels'
 // objects (kernels.tar), its single-file library linked with the weights aligned
@@ -238,32 +240,6 @@ int child(const std::string& mode, const fs::path& dir, std::int64_t spawned_ns,
   return 0;
 }
 
-// In a child: loads the model (its activations planned by `planner`), runs it twice (the
-// steady state: a thread's workspace settles when its first run ends), says "ready" and
-// waits for its stdin to close. The inputs read from inputs.bin are dropped once
-// set: the executor holds the one copy a process needs, as a server's request buffer would
-// be gone after set_input.
-int sharing_child(const std::string& form, const fs::path& dir, const std::string& planner) {
-  gexec::model_options o;
-  if (planner == "liveness") o.planner = gexec::liveness{};
-  else if (planner != "as_compiled") throw std::runtime_error("unknown planner " + planner);
-  auto m = form == "split" ? gexec::model::load(dir / "graph.json", dir / "lib.so", dir / "params.bin", o) : gexec::model::load(dir / "model.so", o);
-  auto ex = m.instantiate();
-  set_inputs(ex, model_inputs(dir));
-  ex.run();
-  ex.run();
-  // What this process must hold of its own whatever is shared: the executor's storage
-  // (activations and the inputs' buffers) and the workspace the kernels asked of this
-  // thread, the launcher's (TVM's kernels take theirs before they launch their tasks).
-  const std::uint64_t own = ex.storage_bytes() + gexec::detail::workspace_arena::this_thread().reserved();
-  std::printf("ready %llu\n", static_cast<unsigned long long>(own));
-  std::fflush(stdout);
-  char c;
-  while (::read(0, &c, 1) > 0) {
-  }
-  return 0;
-}
-
 // ---- in the parent: children spawned with pipes on their stdin and stdout ----
 
 fs::path self_exe() { return fs::read_symlink("/proc/self/exe"); }
@@ -443,7 +419,7 @@ void one_call(const char* title, const figures& f, const figures& raw, bool sing
 
 struct rollup {
   double pss_mb = 0, rss_mb = 0, pss_anon_mb = 0, pss_file_mb = 0;
-  double own_mb = 0;  ///< what the process said it must hold of its own (sharing_child)
+  double own_mb = 0;  ///< what the process said it must hold of its own (share_child.cpp)
 };
 
 rollup read_rollup(pid_t pid) {
@@ -470,7 +446,7 @@ rollup read_rollup(pid_t pid) {
 std::vector<rollup> sharing(const std::string& form, const fs::path& dir, const std::string& planner, int n) {
   std::vector<std::unique_ptr<process>> children;  // killed and reaped if anything throws
   for (int i = 0; i < n; ++i)
-    children.push_back(std::make_unique<process>(std::vector<std::string>{self_exe().string(), "--share", form, dir.string(), planner}));
+    children.push_back(std::make_unique<process>(std::vector<std::string>{GEXEC_SHARE_CHILD_EXECUTABLE, form, dir.string(), planner}));
   std::vector<double> own;
   for (auto& c : children) {
     const std::string line = c->read_line(300'000);
@@ -492,8 +468,8 @@ void sharing_figures(const fs::path& dir, std::vector<const char*> forms = {"spl
   std::printf("  %-46s %2s %12s %12s %7s %12s %12s %12s\n", "form, storage planner", "N", "sum PSS MB", "N x one MB", "ratio", "sum RSS MB", "anon PSS MB",
               "file PSS MB");
   for (const char* form : forms) {
-    for (const char* planner : {"as_compiled", "liveness"}) {
-      char label[64];
+    for (const char* planner : {"as_compiled", "liveness", "liveness+donated"}) {
+      char label[80];
       std::snprintf(label, sizeof label, "%s, %s", std::string(form) == "split" ? "model::load(graph, lib, params)" : "model::load(model.so)", planner);
       double one = 0, sum4 = 0, own = 0;
       for (int n : {1, 2, 4}) {
@@ -697,7 +673,6 @@ int parent(const fs::path& conformance, const std::string& model, const fs::path
 int main(int argc, char** argv) {
   try {
     if (argc == 6 && std::string(argv[1]) == "--child") return child(argv[2], argv[3], std::stoll(argv[5]), argv[4]);
-    if (argc == 5 && std::string(argv[1]) == "--share") return sharing_child(argv[2], argv[3], argv[4]);
     fs::path conformance, relax_dir;
     std::string model = "resnet", tvm_python;
     int runs = 9;
