@@ -1355,6 +1355,16 @@ TEST_CASE("workspace lent from the activations: only bytes no live value holds, 
     CHECK(values_of(ex.get_output(0)) == expect);
   });
   CHECK(own > 0);
+
+  // The workspace limit holds for lent memory too: b2's 8n bytes, with the arena's 12n free.
+  gexec::model_options limited;
+  limited.max_workspace_bytes = 8 * n - 64;
+  liveness_model lm(g, workspace_kernels(), limited);
+  auto lex = lm.instantiate();
+  lex.set_input("x", tensor({n}, x1));
+  const gexec::error e = error_of([&] { lex.run(); });
+  CHECK(e.code() == gexec::errc::kernel_failed);
+  CHECK(std::string(e.what()).find("would exceed the limit of " + std::to_string(8 * n - 64) + " bytes") != std::string::npos);
 }
 
 TEST_CASE("planners and execution policies by name: one helper for tools and configurations") {

@@ -46,15 +46,16 @@ inline void* backend_alloc_workspace(int device_type, int device_id, std::uint64
   const DLDevice d{static_cast<DLDeviceType>(device_type), device_id};
   try {
     const run_context* c = current_context();
-    if (c && device_type == kDLCPU && c->lender.region) {  // memory the running executor lends this thread, first
+    if (c && device_type == kDLCPU) {
+      // The limit holds whatever memory serves: what a kernel may have at once.
       workspace_arena& a = workspace_arena::this_thread();
-      if (&a == c->lender.thread)
+      if (nbytes > c->workspace_limit - std::min(c->workspace_limit, a.in_use() + a.lent_in_use())) {
+        set_last_error("TVMBackendAllocWorkspace: " + std::to_string(nbytes) + " bytes of host workspace would exceed the limit of " +
+                       std::to_string(c->workspace_limit) + " bytes a thread may hold (model_options::max_workspace_bytes)");
+        return nullptr;
+      }
+      if (c->lender.region && &a == c->lender.thread)  // memory the running executor lends this thread, first
         if (void* p = a.lend(nbytes, c->lender.region(c->lender.state, *c))) return p;
-    }
-    if (c && device_type == kDLCPU && nbytes > c->workspace_limit - std::min(c->workspace_limit, workspace_arena::this_thread().in_use())) {
-      set_last_error("TVMBackendAllocWorkspace: " + std::to_string(nbytes) + " bytes of host workspace would exceed the limit of " +
-                     std::to_string(c->workspace_limit) + " bytes a thread may hold (model_options::max_workspace_bytes)");
-      return nullptr;
     }
     if (c && c->devices) {
       void* stream = same_device(c->device, d) ? c->stream : nullptr;

@@ -85,6 +85,8 @@ class workspace_arena {
     lent_used_ += n;
     return p;
   }
+  /// Bytes of lent memory (lend()) handed out and not yet released.
+  [[nodiscard]] std::uint64_t lent_in_use() const noexcept { return lent_used_; }
   /// Whether `p` is a block lend() gave out and that is not yet released.
   [[nodiscard]] bool lent(const void* p) const noexcept {
     return lent_used_ != 0 && std::less_equal<>()(static_cast<const void*>(lent_.data), p) &&
