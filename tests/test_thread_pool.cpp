@@ -656,6 +656,38 @@ int drive(gexec::detail::launch_sites& sites, const void* key, int calls, TicksO
 }
 }  // namespace
 
+TEST_CASE("each of many sites learns its own way, its figures its own, from threads claiming them together") {
+  // 150 kernels (the figures are handed out 64 at a time, in the order sites are
+  // claimed): the even ones run faster alone, the odd ones in parallel. Two threads drive
+  // every site at once, in opposite orders, so that both claim sites and hand out figures
+  // together; each site must still learn from its own times only.
+  gexec::detail::launch_sites sites;
+  const std::uint64_t us = gexec::detail::ticks_per_microsecond();
+  constexpr int kKernels = 150;
+  std::vector<int> keys(kKernels);
+  auto ticks_of = [&](int k) {
+    return [k, us](bool alone, int) -> std::uint64_t { return (k % 2 == 0) == alone ? 50 * us : 400 * us; };
+  };
+  auto drive_all = [&](bool backwards) {
+    for (int round = 0; round < 40; ++round)
+      for (int j = 0; j < kKernels; ++j) {
+        const int k = backwards ? kKernels - 1 - j : j;
+        (void)drive(sites, &keys[k], 1, ticks_of(k));
+      }
+  };
+  std::thread other(drive_all, true);
+  drive_all(false);
+  other.join();
+  int wrong = 0;
+  for (int k = 0; k < kKernels; ++k) wrong += sites.runs_alone(&keys[k]) != (k % 2 == 0) ? 1 : 0;
+  CHECK(wrong == 0);
+  // A site claimed on one thread and driven on another learns as well.
+  int late = 0;
+  std::thread([&] { (void)sites.choose(&late); }).join();
+  (void)drive(sites, &late, 100, ticks_of(0));
+  CHECK(sites.runs_alone(&late));
+}
+
 TEST_CASE("a site whose parallel calls stall now and then runs alone, though most of its parallel calls are faster") {
   // Beside a busy core, a parallel launch is mostly fast and waits a scheduler quantum
   // for a descheduled worker now and then; what it costs is in those waits. Here one

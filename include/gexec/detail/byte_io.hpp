@@ -362,7 +362,7 @@ class file_reader : public reader_base {
   std::unique_ptr<std::byte[]> buffer_;
   std::size_t begin_ = 0, end_ = 0;  // unread bytes of the buffer; buffer_[begin_] is the file's byte pos_
   progress_sink* progress_ = nullptr;
-  bool short_refill_ = false;
+  bool short_refill_ = true;  // the first read is a header's: a page of the buffer, not all of it
 };
 
 /// A dmlc vector of u64: its count, checked against the bytes left, then the values.

@@ -141,7 +141,8 @@ class env_registry {
 
  private:
   static constexpr std::uint32_t kBlock = 256;
-  static constexpr std::uint32_t kMaxNames = kBlock * 4096;
+  // A page of block pointers per registry (every runtime has one): 131,072 names.
+  static constexpr std::uint32_t kMaxNames = kBlock * 512;
   using block = std::array<std::atomic<const packed_function*>, kBlock>;
 
   std::atomic<const packed_function*>* slot(std::uint32_t index, bool create) {

@@ -27,6 +27,7 @@
 #include "../config.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -84,8 +85,12 @@ class launch_sites {
   static constexpr std::uint32_t kNoSite = UINT32_MAX;
 
   /// A table, unless `enabled` is false (every call then runs in parallel, learning nothing).
-  explicit launch_sites(bool enabled = true)
-      : hot_(enabled ? new (std::nothrow) hot[kSites] : nullptr), figures_(enabled ? new (std::nothrow) figures[kSites] : nullptr) {}
+  explicit launch_sites(bool enabled = true) : hot_(enabled ? new (std::nothrow) hot[kSites] : nullptr) {}
+  launch_sites(const launch_sites&) = delete;
+  launch_sites& operator=(const launch_sites&) = delete;
+  ~launch_sites() {
+    for (auto& b : figure_blocks_) delete[] b.load(std::memory_order_relaxed);
+  }
 
   /// How the call of `key` about to be made runs. Once a site has learnt, this reads its
   /// line and writes nothing there: threads calling the same kernel do not pass it around.
@@ -110,7 +115,7 @@ class launch_sites {
   /// Notes that a timed call planned by choose() took `ticks`.
   void record(const plan& p, std::uint64_t ticks) noexcept {
     hot& h = hot_[p.site];
-    figures& s = figures_[p.site];
+    figures& s = figures_of(h);
     const std::uint64_t seen = std::max<std::uint64_t>(ticks, 1);
     const std::uint8_t mode = h.mode.load(std::memory_order_relaxed);
     const bool chosen = mode & kAlone;
@@ -166,6 +171,7 @@ class launch_sites {
     std::atomic<std::uintptr_t> key{0};
     std::atomic<std::uint8_t> mode{0};   ///< kLearnt, kAlone (the chosen way), kRetry (the next call tries the other), kEvery (time every call)
     std::atomic<std::uint8_t> calls{0};  ///< calls so far, up to kWarmup
+    std::atomic<std::uint16_t> figure{0};  ///< 1 + the site's place among figure_blocks_, once it has one
   };
   // What timed calls write.
   struct alignas(64) figures {
@@ -231,7 +237,7 @@ class launch_sites {
   }
 
   std::uint32_t lookup(const void* key) const noexcept {
-    if (!hot_ || !figures_) return kNoSite;
+    if (!hot_) return kNoSite;
     const auto k = reinterpret_cast<std::uintptr_t>(key);
     for (std::size_t i = slot_of(k), probes = 0; probes < kProbes; i = (i + 1) % kSites, ++probes) {
       const std::uintptr_t there = hot_[i].key.load(std::memory_order_acquire);
@@ -241,21 +247,47 @@ class launch_sites {
     return kNoSite;
   }
 
+  // The site of `key`, claimed where it has none. Until the thread that claimed it has
+  // given it its figures, other threads' calls there learn nothing.
   std::uint32_t find(const void* key) noexcept {
-    if (!hot_ || !figures_ || key == nullptr) return kNoSite;
+    if (!hot_ || key == nullptr) return kNoSite;
     const auto k = reinterpret_cast<std::uintptr_t>(key);
     for (std::size_t i = slot_of(k), probes = 0; probes < kProbes; i = (i + 1) % kSites, ++probes) {
       std::uintptr_t there = hot_[i].key.load(std::memory_order_acquire);
-      if (there == k) return static_cast<std::uint32_t>(i);
-      if (there == 0 && (hot_[i].key.compare_exchange_strong(there, k, std::memory_order_acq_rel) || there == k))
-        return static_cast<std::uint32_t>(i);
+      if (there == k) return hot_[i].figure.load(std::memory_order_acquire) != 0 ? static_cast<std::uint32_t>(i) : kNoSite;
+      if (there == 0 && hot_[i].key.compare_exchange_strong(there, k, std::memory_order_acq_rel))
+        return give_figures(hot_[i]) ? static_cast<std::uint32_t>(i) : kNoSite;
+      if (there == k) return hot_[i].figure.load(std::memory_order_acquire) != 0 ? static_cast<std::uint32_t>(i) : kNoSite;
     }
     return kNoSite;
   }
 
+  // The figures are handed out in the order sites are claimed, a block of kBlock (4 KB)
+  // at a time: a model's few dozen sites write one or two pages of them, not a table's
+  // worth (32 KB, in every process of a served model).
+  bool give_figures(hot& h) noexcept {
+    const std::uint32_t n = next_figure_.fetch_add(1, std::memory_order_relaxed);
+    if (n >= kSites) return false;  // not reached: a site's key is claimed once
+    std::atomic<figures*>& b = figure_blocks_[n / kBlock];
+    if (!b.load(std::memory_order_acquire)) {
+      figures* fresh = new (std::nothrow) figures[kBlock];
+      if (!fresh) return false;
+      figures* expected = nullptr;
+      if (!b.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) delete[] fresh;
+    }
+    h.figure.store(static_cast<std::uint16_t>(n + 1), std::memory_order_release);
+    return true;
+  }
+  figures& figures_of(const hot& h) noexcept {
+    const std::uint32_t n = h.figure.load(std::memory_order_acquire) - 1u;
+    return figure_blocks_[n / kBlock].load(std::memory_order_acquire)[n % kBlock];
+  }
+
   static constexpr std::size_t kProbes = 16;
+  static constexpr std::size_t kBlock = 64;
   std::unique_ptr<hot[]> hot_;
-  std::unique_ptr<figures[]> figures_;
+  std::array<std::atomic<figures*>, kSites / kBlock> figure_blocks_{};
+  std::atomic<std::uint32_t> next_figure_{0};
 };
 
 }  // namespace detail
