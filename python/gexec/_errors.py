@@ -54,10 +54,13 @@ _ZERO_UNSET_CPP = "model_options::zero_unset_inputs runs them as zeros"
 _ZERO_UNSET_PYTHON = ("zero_unset_inputs=True (of Model.load, graph_executor.create or runtime.load_module) "
                       "runs them as zeros")
 
+_DONATE_CPP = "(model_options::donate_inputs)"
+_DONATE_PYTHON = "(donate_inputs=True of Model.load)"
+
 
 def make_error(errno, code, message):
     """The exception for a gexec::error (called by the extension)."""
-    message = message.replace(_ZERO_UNSET_CPP, _ZERO_UNSET_PYTHON)
+    message = message.replace(_ZERO_UNSET_CPP, _ZERO_UNSET_PYTHON).replace(_DONATE_CPP, _DONATE_PYTHON)
     if code in ("not_found", "symbol_not_found"):
         cls = NotFoundError
     elif code in _VALUE_ERRORS:

@@ -25,6 +25,12 @@ class Model:
     run() refuses it, naming the input (C++'s model_options::zero_unset_inputs and its
     default: this is gexec's own API, where a forgotten set_input is a mistake to report;
     TVM's API, graph_executor.create and lib["default"], runs such graphs as TVM does).
+    ``donate_inputs=True`` donates each run its inputs, as JAX's ``donate_argnums``: an
+    input that is neither a parameter nor an output is held in the activation storage
+    and its bytes reused once its last reader ran, so a run uses it up: set it again
+    before the next run (get_input of it, or a run without it, raises); an input bound
+    with set_input_zero_copy is read in place and never used up. Not with
+    ``zero_unset_inputs=True`` (C++'s model_options::donate_inputs).
     A missing file is FileNotFoundError.
     """
 
@@ -32,23 +38,25 @@ class Model:
         self._m = base
 
     @staticmethod
-    def load(path_or_three_files, num_threads=None, planner=None, policy=None, zero_unset_inputs=False, device=None):
+    def load(path_or_three_files, num_threads=None, planner=None, policy=None, zero_unset_inputs=False, device=None,
+             donate_inputs=False):
         if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)):
             raise TypeError("num_threads must be an int")
         for what, v in (("planner", planner), ("policy", policy)):
             if v is not None and not isinstance(v, str):
                 raise TypeError("%s must be a str naming it" % what)
         zero = bool(zero_unset_inputs)
+        donate = bool(donate_inputs)
         devices = to_devices(cpu(0) if device is None else device)
         if isinstance(path_or_three_files, (str, os.PathLike)):
             path = os.fspath(path_or_three_files)
             _require_file(path)
-            return Model(_gexec.ModelBase.load_single(path, devices, num_threads, planner, policy, zero))
+            return Model(_gexec.ModelBase.load_single(path, devices, num_threads, planner, policy, zero, donate))
         if isinstance(path_or_three_files, (list, tuple)) and len(path_or_three_files) == 3:
             g, lib, params = (os.fspath(p) for p in path_or_three_files)
             for path in (g, lib, params):
                 _require_file(path)
-            return Model(_gexec.ModelBase.load_three(g, lib, params, devices, num_threads, planner, policy, zero))
+            return Model(_gexec.ModelBase.load_three(g, lib, params, devices, num_threads, planner, policy, zero, donate))
         raise TypeError("Model.load takes a single-file library path or (graph.json, lib.so, params.bin)")
 
     def instantiate(self):

@@ -414,10 +414,11 @@ struct model_box {
 };
 
 inline gexec::model_options make_options(const std::vector<std::pair<int, int>>& devices, std::optional<int> num_threads,
-                                  std::optional<std::string> planner, bool zero_unset_inputs) {
+                                  std::optional<std::string> planner, bool zero_unset_inputs, bool donate_inputs = false) {
   gexec::model_options o;
   o.devices = to_devices(devices);
   o.zero_unset_inputs = zero_unset_inputs;
+  o.donate_inputs = donate_inputs;
   if (num_threads) {
     if (*num_threads < 1) throw nb::value_error("num_threads must be at least 1");
     o.runtime = gexec::runtime::create({.num_threads = *num_threads});

@@ -19,21 +19,21 @@ void bind_models(nb::module_& m) {
       .def_static(
           "load_single",
           [](const std::string& path, const std::vector<std::pair<int, int>>& devices, std::optional<int> num_threads,
-             std::optional<std::string> planner, std::optional<std::string> policy, bool zero_unset_inputs) {
-            auto o = make_options(devices, num_threads, planner, zero_unset_inputs);
+             std::optional<std::string> planner, std::optional<std::string> policy, bool zero_unset_inputs, bool donate_inputs) {
+            auto o = make_options(devices, num_threads, planner, zero_unset_inputs, donate_inputs);
             auto p = checked_policy(policy);
             return model_box{model_type::load(path, std::move(o)), p, true};
           },
-          "path"_a, "devices"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none(), "zero_unset_inputs"_a)
+          "path"_a, "devices"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none(), "zero_unset_inputs"_a, "donate_inputs"_a)
       .def_static(
           "load_three",
           [](const std::string& graph, const std::string& lib, const std::string& params, const std::vector<std::pair<int, int>>& devices,
-             std::optional<int> num_threads, std::optional<std::string> planner, std::optional<std::string> policy, bool zero_unset_inputs) {
-            auto o = make_options(devices, num_threads, planner, zero_unset_inputs);
+             std::optional<int> num_threads, std::optional<std::string> planner, std::optional<std::string> policy, bool zero_unset_inputs, bool donate_inputs) {
+            auto o = make_options(devices, num_threads, planner, zero_unset_inputs, donate_inputs);
             auto p = checked_policy(policy);
             return model_box{model_type::load(graph, lib, params, std::move(o)), p};
           },
-          "graph"_a, "lib"_a, "params"_a, "devices"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none(), "zero_unset_inputs"_a)
+          "graph"_a, "lib"_a, "params"_a, "devices"_a, "num_threads"_a.none(), "planner"_a.none(), "policy"_a.none(), "zero_unset_inputs"_a, "donate_inputs"_a)
       .def("instantiate", [](const model_box& b) { return executor_box{b.m.instantiate(), b.policy, b.params_are_inputs}; })
       .def_prop_ro("param_bytes", [](const model_box& b) { return b.m.param_bytes(); })
       .def_prop_ro("policy", [](const model_box& b) { return b.policy; });

@@ -615,6 +615,37 @@ def test_model_load_and_instantiate(kernels_lib, tmp_path):
         gexec.Model.load((tmp_path / "missing.json", kernels_lib, tmp_path / "params.bin"))
 
 
+
+def test_model_donate_inputs(kernels_lib, tmp_path):
+    # donate_inputs=True: a run uses its inputs up (their bytes are the activations'
+    # afterwards); each run is given them again. Results as without donation.
+    (tmp_path / "graph.json").write_text(graph_json([("sum", "test_add", ["x", "w"]), ("inc", "test_add_one", ["sum"])], ["x", "w"]))
+    (tmp_path / "params.bin").write_bytes(bytes(params_w(3)))
+    files = (tmp_path / "graph.json", kernels_lib, tmp_path / "params.bin")
+    for planner in ("as_compiled", "liveness"):
+        m = gexec.Model.load(files, planner=planner, donate_inputs=True).instantiate()
+        m.run(x=X)
+        assert np.array_equal(m.get_output(0).numpy(), X + 4)
+        with pytest.raises(ValueError) as e:
+            m.get_input("x")
+        assert "used up" in str(e.value) and "donate_inputs=True of Model.load" in str(e.value) and "model_options" not in str(e.value)
+        with pytest.raises(gexec.Error) as e:
+            m.run()
+        assert '"x"' in str(e.value) and "used up by the last run" in str(e.value) and "donate_inputs=True" in str(e.value)
+        m.set_input("x", X * 2)
+        assert np.array_equal(m.get_input("x").numpy(), X * 2)
+        m.run()
+        assert np.array_equal(m.get_output(0).numpy(), X * 2 + 4)
+        # an input bound in place is read there, and never used up
+        held = gexec.nd.array(X * 5)
+        m.set_input_zero_copy("x", held)
+        m.run()
+        m.run()
+        assert np.array_equal(m.get_output(0).numpy(), X * 5 + 4) and np.array_equal(held.numpy(), X * 5)
+    with pytest.raises(ValueError) as e:
+        gexec.Model.load(files, donate_inputs=True, zero_unset_inputs=True)
+    assert "donate_inputs and zero_unset_inputs" in str(e.value)
+
 class _DLPackOnly:
     """A producer that offers DLPack only (as PyTorch and JAX arrays do), no buffer protocol."""
 
