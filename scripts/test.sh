@@ -29,9 +29,9 @@
 #                  there from outside the source tree against the g++ build's conformance models and test kernels
 #                  (and TVM's debug executor in the conformance venv, for the per-node dumps), test_cuda.py again
 #                  over the host-emulated CUDA driver (models on gexec.cuda(0), device NDArrays, DLPack); then every other
-#                  CPython 3.9-3.13 found (pyenv's or python3.X on PATH; SKIPPED where missing): its wheel (3.12 and
-#                  3.13 share one abi3 wheel; the wheels built at once), auditwheel, its own venv, a subset of
-#                  python/tests (python_versions_stage)
+#                  CPython that builds differently found (pyenv's or python3.X on PATH; SKIPPED where missing): 3.9
+#                  (nanobind 2) and 3.12 and 3.13 (one abi3 wheel), the wheels built at once, auditwheel, its own venv,
+#                  a subset of python/tests (python_versions_stage; 3.10 too with GEXEC_PYTHON_VERSIONS=all)
 #   arm            cross builds for ARM with Debian's cross compilers (cmake/toolchains), run under qemu-user (-O2):
 #                  for aarch64 the unit tests of graphs, parameters, the executor, the runtime, the thread pool,
 #                  concurrency, the policies and system_lib, the TVM conformance subset for aarch64 (both forms), a static program with a model
@@ -245,9 +245,11 @@ python_stage() {
   fi
   rm -rf "$here"
   [ $rc -eq 0 ] || return $rc
-  # Every other CPython found here: 3.9, 3.10 and the stable-ABI wheel of 3.12 and 3.13,
-  # built at once (GEXEC_PYTHON_VERSIONS="3.9 3.13" chooses fewer).
-  python_versions_stage "${GEXEC_PYTHON_VERSIONS:-all}"
+  # The other CPythons that build differently: 3.9 (the oldest, with nanobind 2) and the
+  # stable-ABI wheel of 3.12, installed on 3.13 too, built at once. 3.10 builds as 3.11
+  # does (nanobind 3, its own ABI): bash scripts/test.sh python-versions, or
+  # GEXEC_PYTHON_VERSIONS=all, adds it.
+  python_versions_stage "${GEXEC_PYTHON_VERSIONS:-3.9 3.12 3.13}"
 }
 
 # Whether a wheel's name or tag allows glibc 2.28 (manylinux_2_28 or older) on x86-64, where
@@ -281,7 +283,8 @@ python_build_requires() {
 # build requirements and test packages) and build folder under <build>/python/ between
 # runs; ccache serves what does not include Python's headers (Boost.JSON) from the main
 # build. Runs alone after the python stage: bash scripts/test.sh python-versions. Which
-# versions: the argument, or GEXEC_PYTHON_VERSIONS ("3.9 3.10", or all: the default).
+# versions: the argument, or GEXEC_PYTHON_VERSIONS ("3.9 3.10", or all: the default when
+# run alone; the python stage asks for "3.9 3.12 3.13").
 python_versions_stage() {
   local wanted=" ${1:-${GEXEC_PYTHON_VERSIONS:-all}} "
   local root=$PWD out
