@@ -45,7 +45,8 @@
 #                  and the Relax suite's tiny model as a static Relax program on both),
 #                  a conformance model served through Triton against in-process run(), and gexec from Python against
 #                  C++ and TVM's Python API (benchmarks/python), Relax executables against TVM's VM (benchmarks/relax),
-#                  and start-up to the first output in fresh processes against TVM's loader (benchmarks/startup)
+#                  and start-up to the first output in fresh processes against TVM's loader (benchmarks/startup); for
+#                  ResNet-18 at 224x224 (made here with the conformance venv), start-up, processes and a static program
 # The unit tests build against gexec::compiled (GEXEC_TEST_COMPILED) in every stage but
 # clang-release: the code compiled mode moves into the library is then compiled once per
 # stage instead of once per test, a third to a half of each test's compile time; the
@@ -441,6 +442,19 @@ bench_stage() {
   if [ -f "$conformance/resnet/static/kernels.tar" ]; then
     GEXEC_RUN="$build/tools/gexec-run" RELAX_TAR=$relax_tar RELAX_TAR_AARCH64=$relax_arm_tar \
       timed bash benchmarks/footprint/run.sh "$build/footprint" "$conformance/resnet" $arm_model
+  fi
+  # ResNet-18 at 224x224, made here with the conformance venv (an extra model of
+  # generate_models.py, too slow to make for every test run): its start-up, its processes'
+  # PSS and a static program with it linked in, beside the conformance ResNet's.
+  local r18=$build/resnet18
+  if [ -x "$build/conformance/venv/bin/python" ]; then
+    GEXEC_CONF_VENV=$build/conformance/venv timed bash tests/conformance/make_models.sh "$r18" --models resnet18_224 --system-lib resnet18_224
+  fi
+  if [ -f "$r18/manifest.json" ]; then
+    timed "$b/gexec_bench_startup" "$r18" --model resnet18_224 "${tvm_python[@]}"
+    GEXEC_RUN="$build/tools/gexec-run" timed bash benchmarks/footprint/run.sh "$build/footprint-resnet18" "$r18/resnet18_224"
+  else
+    echo "ResNet-18 at 224x224: SKIPPED (${r18}: $(cat "$r18/SKIPPED" 2>/dev/null || echo "no conformance venv to make it with"))"
   fi
   if [ -x "$build/python/venv/bin/python" ]; then  # the python stage's venv, with the wheel installed
     timed "$build/python/venv/bin/python" benchmarks/python/bench_python.py --conformance "$build/conformance" \
