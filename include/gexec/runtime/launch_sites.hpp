@@ -254,9 +254,9 @@ class launch_sites {
     const auto k = reinterpret_cast<std::uintptr_t>(key);
     for (std::size_t i = slot_of(k), probes = 0; probes < kProbes; i = (i + 1) % kSites, ++probes) {
       std::uintptr_t there = hot_[i].key.load(std::memory_order_acquire);
-      if (there == k) return hot_[i].figure.load(std::memory_order_acquire) != 0 ? static_cast<std::uint32_t>(i) : kNoSite;
       if (there == 0 && hot_[i].key.compare_exchange_strong(there, k, std::memory_order_acq_rel))
         return give_figures(hot_[i]) ? static_cast<std::uint32_t>(i) : kNoSite;
+      // `there` is the key here now (a failed exchange reads the one another thread wrote)
       if (there == k) return hot_[i].figure.load(std::memory_order_acquire) != 0 ? static_cast<std::uint32_t>(i) : kNoSite;
     }
     return kNoSite;
