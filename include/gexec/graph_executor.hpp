@@ -85,7 +85,7 @@ class graph_executor {
   /// Index of an input (arg node, parameters included, as in TVM); -1 when absent.
   [[nodiscard]] int get_input_index(std::string_view name) const {
     auto it = model().input_index.find(std::string(name));
-    return it == model().input_index.end() ? -1 : it->second;
+    return it == model().input_index.end() ? -1 : static_cast<int>(it->second);
   }
   /// Inputs that are not parameters (of the model, loaded or shared), in graph order.
   [[nodiscard]] std::vector<tensor_info> get_input_info() const {
@@ -233,7 +233,7 @@ class graph_executor {
   [[nodiscard]] int get_num_outputs() const noexcept { return m_ ? static_cast<int>(m_->compact().heads.size()) : 0; }
   /// Index of an output named "node:i" as TVM names outputs, or by node name alone; -1 when absent.
   [[nodiscard]] int get_output_index(std::string_view name) const {
-    if (auto it = model().output_index.find(std::string(name)); it != model().output_index.end()) return it->second;
+    if (auto it = model().output_index.find(std::string(name)); it != model().output_index.end()) return static_cast<int>(it->second);
     const compact_graph& g = model().compact();
     for (std::size_t i = 0; i < g.heads.size(); ++i)
       if (g.name(g.heads[i].node_id) == name) return static_cast<int>(i);

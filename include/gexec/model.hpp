@@ -173,11 +173,11 @@ class basic_model {
     for (std::uint32_t e = 0; e < p.num_entries(); ++e)
       if (p.alias_root[e] == e && p.storage[s->storage_of(e)].kind == storage_kind::input) s->input_roots[count[s->storage_of(e)]++] = e;
 
-    for (std::size_t i = 0; i < gr.arg_nodes.size(); ++i) s->input_index.emplace(gr.name(gr.arg_nodes[i]), static_cast<int>(i));
+    for (std::size_t i = 0; i < gr.arg_nodes.size(); ++i) s->input_index.emplace(gr.name(gr.arg_nodes[i]), i);
     s->output_names.reserve(gr.heads.size());
     for (std::size_t i = 0; i < gr.heads.size(); ++i) {
       s->output_names.push_back(std::string(gr.name(gr.heads[i].node_id)) + ":" + std::to_string(i));
-      s->output_index.emplace(s->output_names.back(), static_cast<int>(i));
+      s->output_index.emplace(s->output_names.back(), i);
     }
     place_params(*s, params);
     state_ = std::move(s);
@@ -224,7 +224,7 @@ class basic_model {
   /// The model's value of parameter `name`, or an undefined ndarray.
   [[nodiscard]] ndarray param(std::string_view name) const {
     auto it = state_->input_index.find(std::string(name));
-    return it == state_->input_index.end() ? ndarray() : state_->params[static_cast<std::size_t>(it->second)];
+    return it == state_->input_index.end() ? ndarray() : state_->params[it->second];
   }
 
  private:
@@ -261,7 +261,7 @@ class basic_model {
       const ndarray& value = item.second;
       auto it = s.input_index.find(name);
       if (it == s.input_index.end()) continue;
-      const std::uint32_t eid = s.input_entry(static_cast<std::size_t>(it->second));
+      const std::uint32_t eid = s.input_entry(it->second);
       const DLTensor want = s.plan.entry_tensor(g, eid);
       auto fail = [&](errc code, const std::string& why) { throw error(code, "model parameter \"" + name + "\": " + why); };
       if (!value.defined()) fail(errc::invalid_argument, "undefined tensor");

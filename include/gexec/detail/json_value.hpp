@@ -16,10 +16,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "json_cursor.hpp"
+#include "name_index.hpp"
 
 GEXEC_NAMESPACE_BEGIN
 namespace detail {
@@ -270,7 +270,7 @@ class json_value_reader : json_cursor {
       put('}');
       return true;
     }
-    std::unordered_map<std::string, std::size_t> keys;  // this object's keys, decoded -> member index
+    name_index keys;  // this object's keys, decoded -> member index
     path_.push_back({{}, 0, true});
     for (;;) {
       if (at_end()) return fail(fault::incomplete);

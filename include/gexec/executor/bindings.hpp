@@ -58,13 +58,13 @@ class zero_copy_bindings {
   /// What keeps the memory of `root`'s group alive where the executor does not own it;
   /// null for the executor's own memory.
   [[nodiscard]] std::shared_ptr<const void> owner(std::uint32_t root) const {
-    auto it = owners_.find(root);
-    return it == owners_.end() ? nullptr : it->second;
+    auto it = borrowed_.find(root);
+    return it == borrowed_.end() ? nullptr : it->second.owner;
   }
   /// The output `root`'s group is bound to, or -1.
   [[nodiscard]] int bound_output(std::uint32_t root) const {
-    auto it = bound_output_.find(root);
-    return it == bound_output_.end() ? -1 : it->second;
+    auto it = borrowed_.find(root);
+    return it == borrowed_.end() ? -1 : it->second.output;
   }
   /// The outputs run() copies into the caller's tensors, in the order they were set.
   [[nodiscard]] const std::vector<output_copy>& output_copies() const noexcept { return output_copies_; }
@@ -84,18 +84,16 @@ class zero_copy_bindings {
   void bind(std::uint32_t eid, void* data, const std::shared_ptr<const void>& owner, bound_to to) {
     const std::uint32_t root = plan_->alias_root[eid];
     tensors_->bind_alias_group(*plan_, root, data);
-    owners_[root] = owner;
+    borrowed_[root] = {owner, -1};
     binding_[root] = to;
-    bound_output_.erase(root);
   }
 
   /// Returns `eid`'s alias group to the executor's own memory, at `own`.
   void give_back(std::uint32_t eid, void* own) {
     const std::uint32_t root = plan_->alias_root[eid];
     tensors_->bind_alias_group(*plan_, root, own);
-    owners_.erase(root);
+    borrowed_.erase(root);
     binding_[root] = bound_to::internal;
-    bound_output_.erase(root);
   }
 
   /// Refuses a zero-copy tensor whose bytes overlap a tensor bound zero-copy the other
@@ -133,12 +131,12 @@ class zero_copy_bindings {
   void bind_output(int index, std::uint32_t eid, const ndarray& value, OwnMemory&& own) {
     const std::uint32_t root = plan_->alias_root[eid];
     std::erase_if(output_copies_, [&](const output_copy& c) { return c.index == index; });
-    if (binding_[root] == bound_to::output && bound_output_.at(root) == index) give_back(eid, own(eid));  // rebinding this output
+    if (binding_[root] == bound_to::output && bound_output(root) == index) give_back(eid, own(eid));  // rebinding this output
     if (input_group_[root] || binding_[root] != bound_to::internal || plan_->alias_group_bytes(*graph_, eid) > value.byte_size()) {
       output_copies_.push_back({index, eid, value});
     } else {
       bind(eid, value.data(), value.storage_owner(), bound_to::output);
-      bound_output_[root] = index;
+      borrowed_[root].output = index;
     }
   }
 
@@ -146,11 +144,15 @@ class zero_copy_bindings {
   const plan* plan_;
   const compact_graph* graph_;
   instance_plan* tensors_;
-  std::vector<bound_to> binding_;                        ///< per alias root
-  std::unordered_map<std::uint32_t, int> bound_output_;  ///< per alias root bound to an output: which
-  std::vector<bool> input_group_;                        ///< per alias root: holds a graph input
-  /// Per alias root bound to memory the executor does not own: what keeps it alive.
-  std::unordered_map<std::uint32_t, std::shared_ptr<const void>> owners_;
+  std::vector<bound_to> binding_;  ///< per alias root
+  std::vector<bool> input_group_;  ///< per alias root: holds a graph input
+  /// A group bound to memory the executor does not own: what keeps that memory alive, and
+  /// the output bound there (-1: an input's).
+  struct borrowed {
+    std::shared_ptr<const void> owner;
+    int output = -1;
+  };
+  std::unordered_map<std::uint32_t, borrowed> borrowed_;  ///< per alias root so bound
   std::vector<output_copy> output_copies_;
 };
 

@@ -150,7 +150,7 @@ struct executor_instance {
 
   /// Input `eid` holds a parameter now (loaded or shared).
   void mark_param(const model_state& m, std::uint32_t eid) {
-    const auto input = static_cast<std::size_t>(m.input_index.at(std::string(m.compact().name(m.compact().node_of(eid)))));
+    const std::size_t input = m.input_index.at(std::string(m.compact().name(m.compact().node_of(eid))));
     is_param[input] = true;
     mark_set(input);
   }

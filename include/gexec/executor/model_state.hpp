@@ -9,12 +9,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <span>
 #include <mutex>
+#include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "../detail/name_index.hpp"
 #include "../graph/validated.hpp"
 #include "../ndarray.hpp"
 #include "../plan.hpp"
@@ -64,8 +64,8 @@ struct model_state {
   /// Per input storage id, the alias groups (their root entries) living there (CSR).
   std::vector<std::uint32_t> input_roots_begin;
   std::vector<std::uint32_t> input_roots;
-  std::unordered_map<std::string, int> input_index;
-  std::unordered_map<std::string, int> output_index;
+  detail::name_index input_index;   ///< input name -> its index
+  detail::name_index output_index;  ///< "node:i" -> output index
   std::vector<std::string> output_names;  ///< "node:i", as TVM names outputs
   /// Per input index: the model's own value of a parameter (undefined for other inputs),
   /// on the input's device, compact and aligned for kernels. Every executor reads these

@@ -19,7 +19,6 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -29,6 +28,7 @@
 
 #include "../detail/aligned_memory.hpp"
 #include "../detail/byte_io.hpp"
+#include "../detail/name_index.hpp"
 #include "../detail/shape.hpp"
 #include "../file_path.hpp"
 #include "../ndarray.hpp"
@@ -80,7 +80,7 @@ class param_dict {
  private:
   friend struct detail::param_dict_access;
   std::vector<value_type> items_;
-  std::unordered_map<std::string, std::size_t> index_;
+  detail::name_index index_;
   std::span<const std::byte> mapped_;
 };
 

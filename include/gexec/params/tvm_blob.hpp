@@ -31,7 +31,6 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -41,6 +40,7 @@
 #include <unistd.h>
 
 #include "../detail/byte_io.hpp"
+#include "../detail/name_index.hpp"
 #include "../detail/shape.hpp"
 #include "../file_path.hpp"
 #include "../load_progress.hpp"
@@ -296,7 +296,7 @@ class tvm_blob_source {
     try {
       std::vector<std::string> names = detail::read_param_names_of(r);
       entries_.reserve(names.size());
-      std::unordered_map<std::string, std::size_t> seen;  // the first tensor of each name
+      detail::name_index seen;  // the first tensor of each name
       for (std::size_t i = 0; i < names.size(); ++i) {
         r.set_context("tensor " + std::to_string(i) + " (\"" + names[i] + "\")");
         if (!seen.emplace(names[i], i).second) r.fail("duplicate parameter name");
